@@ -1,0 +1,73 @@
+// Package cli holds what every subcommand of the platform binary shares: its
+// environment, usage errors (exit status 2) and the JSON logger.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+)
+
+// Env is everything a command reads from its process.
+type Env struct {
+	Getenv func(string) string
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Logger returns the JSON logger of service, writing to stderr.
+func (e Env) Logger(service string) *slog.Logger {
+	level := slog.LevelInfo
+	if e.Getenv("LOG_LEVEL") == "debug" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewJSONHandler(e.Stderr, &slog.HandlerOptions{Level: level})).With("service", service)
+}
+
+// UsageError is a command line that cannot be run as written.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a UsageError.
+func Usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
+
+// IsUsage reports whether err is a usage error.
+func IsUsage(err error) bool {
+	var u *UsageError
+	return errors.As(err, &u)
+}
+
+// ExitCode maps a command's error to the process exit status:
+// 0 success, 2 usage error, 1 anything else.
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case IsUsage(err):
+		return 2
+	default:
+		return 1
+	}
+}
+
+// FlagSet returns a flag set that reports problems as usage errors instead
+// of exiting.
+func FlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// Parse parses args into fs, turning failures into usage errors.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &UsageError{Msg: "usage shown"}
+		}
+		return &UsageError{Msg: err.Error()}
+	}
+	return nil
+}

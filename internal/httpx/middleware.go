@@ -1,0 +1,86 @@
+package httpx
+
+import (
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+)
+
+// Middleware wraps a handler.
+type Middleware func(http.Handler) http.Handler
+
+// Chain applies mws to h, the first one outermost.
+func Chain(h http.Handler, mws ...Middleware) http.Handler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}
+
+// statusRecorder remembers what a handler wrote, for the request log and for
+// panic recovery (which may only answer when nothing was sent yet).
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += n
+	return n, err
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Observe starts the request's trace context, logs one line per request
+// (method, path, status, duration, trace id; never headers, query strings or
+// bodies, which may carry secrets) and turns a handler panic into a logged
+// 500 written by internal.
+func Observe(logger *slog.Logger, internal http.HandlerFunc) Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			trace := TraceFromRequest(r)
+			r = r.WithContext(WithTrace(r.Context(), trace))
+			rec := &statusRecorder{ResponseWriter: w}
+			defer func() {
+				if p := recover(); p != nil {
+					if p == http.ErrAbortHandler {
+						panic(p)
+					}
+					logger.Error("panic serving request", "panic", p, "stack", string(debug.Stack()),
+						"method", r.Method, "path", r.URL.Path, "trace_id", trace.TraceID)
+					if rec.status == 0 {
+						internal(rec, r)
+					}
+				}
+				status := rec.status
+				if status == 0 {
+					status = http.StatusOK
+				}
+				logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+					slog.String("method", r.Method),
+					slog.String("path", r.URL.Path),
+					slog.Int("status", status),
+					slog.Int("bytes", rec.bytes),
+					slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+					slog.String("trace_id", trace.TraceID),
+					slog.String("span_id", trace.SpanID),
+				)
+			}()
+			next.ServeHTTP(rec, r)
+		})
+	}
+}

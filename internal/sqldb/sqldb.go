@@ -1,0 +1,260 @@
+// Package sqldb opens the platform's two storage engines behind one small
+// seam: PostgreSQL (production) and SQLite (the embedded default). Services
+// write plain SQL with PostgreSQL placeholders ($1, $2, …); the seam rewrites
+// them for SQLite and supplies the few clauses the engines spell differently.
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Engine names a storage engine.
+type Engine string
+
+const (
+	Postgres Engine = "postgres"
+	SQLite   Engine = "sqlite"
+)
+
+// DB is a connection pool for one service's database.
+type DB struct {
+	*sql.DB
+	Engine Engine
+
+	// Now is the clock transactions read when they begin. Tests replace it.
+	Now func() time.Time
+}
+
+// ParseURL maps DATABASE_URL to an engine and a driver data source name.
+// Accepted forms: postgres://…, postgresql://…, sqlite:PATH (a leading //
+// after "sqlite:" is dropped, so sqlite:///var/lib/x.db names /var/lib/x.db).
+func ParseURL(raw string) (Engine, string, error) {
+	switch {
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
+		if _, err := pgconn.ParseConfig(raw); err != nil {
+			return "", "", fmt.Errorf("not a valid PostgreSQL URL")
+		}
+		return Postgres, raw, nil
+	case strings.HasPrefix(raw, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(raw, "sqlite:"), "//")
+		if path == "" {
+			return "", "", fmt.Errorf("sqlite: needs a file path, as in sqlite:data/identity.db")
+		}
+		return SQLite, sqliteDSN(path), nil
+	default:
+		return "", "", fmt.Errorf("must start with postgres://, postgresql:// or sqlite:")
+	}
+}
+
+// sqliteDSN turns on WAL, foreign keys and a busy timeout for every
+// connection, and makes every transaction take the write lock when it begins:
+// a deferred transaction that reads and then writes can fail with SQLITE_BUSY
+// without waiting, because SQLite cannot upgrade its lock while another writer
+// holds one.
+func sqliteDSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	q.Set("_time_format", "sqlite")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open connects to rawURL and checks that the database answers.
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	engine, dsn, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	driver := "pgx"
+	if engine == SQLite {
+		driver = "sqlite"
+	}
+	pool, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, err
+	}
+	if engine == Postgres {
+		pool.SetMaxOpenConns(32)
+		pool.SetMaxIdleConns(32)
+		pool.SetConnMaxIdleTime(5 * time.Minute)
+	} else {
+		// Readers run in parallel under WAL; writers queue on the busy timeout.
+		pool.SetMaxOpenConns(8)
+		pool.SetMaxIdleConns(8)
+	}
+	db := &DB{DB: pool, Engine: engine, Now: time.Now}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := pool.PingContext(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to %s: %w", engine, err)
+	}
+	return db, nil
+}
+
+// Ready reports whether the database answers within two seconds.
+func (db *DB) Ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var one int
+	return db.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// Rebind rewrites PostgreSQL placeholders ($1) into SQLite's numbered form
+// (?1), which binds by number exactly as PostgreSQL does.
+func (db *DB) Rebind(query string) string {
+	if db.Engine != SQLite || !strings.Contains(query, "$") {
+		return query
+	}
+	b := []byte(query)
+	for i := 0; i < len(b)-1; i++ {
+		if b[i] == '$' && b[i+1] >= '0' && b[i+1] <= '9' {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
+
+// ForUpdate is the row-locking suffix of a SELECT inside a transaction.
+// SQLite needs none: its transactions hold the database's write lock.
+func (db *DB) ForUpdate() string {
+	if db.Engine == Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// SkipLocked is ForUpdate for claim queries shared by several workers.
+func (db *DB) SkipLocked() string {
+	if db.Engine == Postgres {
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return ""
+}
+
+// Exec runs a statement outside a transaction.
+func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return db.ExecContext(ctx, db.Rebind(query), args...)
+}
+
+// Query runs a query outside a transaction.
+func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return db.QueryContext(ctx, db.Rebind(query), args...)
+}
+
+// QueryRow runs a single-row query outside a transaction.
+func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return db.QueryRowContext(ctx, db.Rebind(query), args...)
+}
+
+// Tx is a transaction that knows the time it began.
+type Tx struct {
+	tx *sql.Tx
+	db *DB
+
+	// Now is when the transaction began, in UTC, at microsecond precision
+	// (what PostgreSQL keeps), so both engines store identical instants.
+	Now time.Time
+}
+
+// InTx runs fn in a transaction, committing when fn returns nil and rolling
+// back otherwise (or when fn panics).
+func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	sqlTx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	tx := &Tx{tx: sqlTx, db: db, Now: Timestamp(db.Now())}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = sqlTx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			_ = sqlTx.Rollback()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	if err = sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// DB returns the pool the transaction belongs to, for its dialect helpers.
+func (tx *Tx) DB() *DB { return tx.db }
+
+// Exec runs a statement in the transaction.
+func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return tx.tx.ExecContext(ctx, tx.db.Rebind(query), args...)
+}
+
+// Query runs a query in the transaction.
+func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return tx.tx.QueryContext(ctx, tx.db.Rebind(query), args...)
+}
+
+// QueryRow runs a single-row query in the transaction.
+func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return tx.tx.QueryRowContext(ctx, tx.db.Rebind(query), args...)
+}
+
+// Timestamp normalises t to what both engines store: UTC, microseconds.
+func Timestamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// IsUniqueViolation reports whether err is a unique or primary-key violation.
+func IsUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "23505"
+	}
+	var sqErr *sqlite.Error
+	if errors.As(err, &sqErr) {
+		c := sqErr.Code()
+		return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}
+
+// IsForeignKeyViolation reports whether err is a refused foreign-key change.
+func IsForeignKeyViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "23503"
+	}
+	var sqErr *sqlite.Error
+	if errors.As(err, &sqErr) {
+		return sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+	}
+	return false
+}
+
+// IsRaised reports whether err is a refusal raised by a trigger
+// (RAISE EXCEPTION on PostgreSQL, RAISE(ABORT, …) on SQLite).
+func IsRaised(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "P0001"
+	}
+	var sqErr *sqlite.Error
+	if errors.As(err, &sqErr) {
+		return sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_TRIGGER
+	}
+	return false
+}
