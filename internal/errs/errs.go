@@ -8,6 +8,7 @@ package errs
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error is an expected failure that the caller may see.
@@ -15,6 +16,10 @@ type Error struct {
 	Code    string
 	Message string
 	Fields  []FieldError
+
+	// RetryAfter, when positive, tells the caller when to try again
+	// (answered as a Retry-After header).
+	RetryAfter time.Duration
 }
 
 // FieldError names one invalid request field and the rule it broke.

@@ -1,0 +1,152 @@
+package identity
+
+import (
+	"context"
+	"strings"
+
+	"github.com/platformco/platform/internal/errs"
+)
+
+// MinRole is the minimum role of each account operation (identity.md
+// section 2). The HTTP adapter checks it before any handler runs.
+const (
+	MinRoleRead       = RoleMember // read the account, list members, use box routes
+	MinRoleRename     = RoleAdmin
+	MinRoleInvite     = RoleAdmin
+	MinRoleRemove     = RoleAdmin
+	MinRoleChangeRole = RoleOwner
+	MinRoleDelete     = RoleOwner
+)
+
+// Authorize checks that the principal is a member of the account it was
+// authenticated for, with at least min. Errors: CodeNotFound (not a member,
+// or no such account: the same answer), CodeForbidden (role too low).
+func Authorize(p Principal, min Role) error {
+	if p.Account == nil {
+		return ErrAccountNotFound
+	}
+	if !p.Account.Role.AtLeast(min) {
+		return ErrRoleForbidden
+	}
+	return nil
+}
+
+// ListAccounts returns the caller's accounts.
+func (s *Service) ListAccounts(ctx context.Context, p Principal) ([]Account, error) {
+	return s.store.ListAccounts(ctx, p.User.ID)
+}
+
+// CreateAccount creates a team account owned by the caller; its slug is
+// derived from the name. Errors: CodeValidation (name too_short, too_long,
+// invalid), CodeConflict (the handle is taken; never suffixed).
+func (s *Service) CreateAccount(ctx context.Context, p Principal, name string) (Account, error) {
+	name = strings.TrimSpace(name)
+	var f errs.Fields
+	checkAccountName(&f, name)
+	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
+		return Account{}, err
+	}
+	return s.store.CreateAccount(ctx, p.User.ID, name, Slugify(name, SlugMax))
+}
+
+// RenameAccount renames the principal's account; the slug never changes.
+// Errors: as Authorize (admin), CodeValidation (name).
+func (s *Service) RenameAccount(ctx context.Context, p Principal, name string) (Account, error) {
+	if err := Authorize(p, MinRoleRename); err != nil {
+		return Account{}, err
+	}
+	name = strings.TrimSpace(name)
+	var f errs.Fields
+	checkAccountName(&f, name)
+	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
+		return Account{}, err
+	}
+	a, err := s.store.RenameAccount(ctx, p.Account.ID, name)
+	a.Role = p.Account.Role
+	return a, err
+}
+
+// DeleteAccount removes the principal's account and everything scoped by
+// it. Errors: as Authorize (owner), CodePersonalAccount.
+func (s *Service) DeleteAccount(ctx context.Context, p Principal) error {
+	if err := Authorize(p, MinRoleDelete); err != nil {
+		return err
+	}
+	if p.Account.Personal {
+		return ErrPersonalAccount
+	}
+	return s.store.DeleteAccount(ctx, p.Account.ID)
+}
+
+// ListMembers lists the principal's account's members. Errors: as Authorize.
+func (s *Service) ListMembers(ctx context.Context, p Principal) ([]Membership, error) {
+	if err := Authorize(p, MinRoleRead); err != nil {
+		return nil, err
+	}
+	return s.store.ListMembers(ctx, p.Account.ID)
+}
+
+// ChangeRole sets a member's role. Errors: as Authorize (owner),
+// CodeValidation (role invalid; last_owner), CodeNotFound (no such member).
+func (s *Service) ChangeRole(ctx context.Context, p Principal, userID string, role Role) (Membership, error) {
+	if err := Authorize(p, MinRoleChangeRole); err != nil {
+		return Membership{}, err
+	}
+	if !role.Valid() {
+		return Membership{}, &errs.Error{Code: CodeValidation, Message: "role must be owner, admin or member", Fields: []errs.FieldError{{Field: "role", Code: RuleInvalid}}}
+	}
+	if !validUUID(userID) {
+		return Membership{}, ErrMemberNotFound
+	}
+	return s.store.ChangeRole(ctx, p.Account.ID, userID, role, p.User.ID)
+}
+
+// RemoveMember ends a membership. Errors: as Authorize (admin),
+// CodeNotFound (no such member), CodeForbidden (an admin removing an
+// owner), CodeValidation (last_owner on user_id).
+func (s *Service) RemoveMember(ctx context.Context, p Principal, userID string) error {
+	if err := Authorize(p, MinRoleRemove); err != nil {
+		return err
+	}
+	if !validUUID(userID) {
+		return ErrMemberNotFound
+	}
+	return s.store.RemoveMember(ctx, p.Account.ID, userID, p.User.ID, p.Account.Role)
+}
+
+// Invite issues an invitation to the principal's account; the token is
+// returned once. Errors: as Authorize (admin), CodeValidation (email
+// required/invalid; role invalid — owner is not invitable).
+func (s *Service) Invite(ctx context.Context, p Principal, email string, role Role) (Invitation, error) {
+	if err := Authorize(p, MinRoleInvite); err != nil {
+		return Invitation{}, err
+	}
+	email = NormalizeEmail(email)
+	var f errs.Fields
+	checkEmail(&f, email)
+	if role != RoleAdmin && role != RoleMember {
+		f.Add("role", RuleInvalid)
+	}
+	if err := f.Err(CodeValidation, "the request has invalid fields (role must be admin or member)"); err != nil {
+		return Invitation{}, err
+	}
+	token, digest := newToken()
+	inv, err := s.store.CreateInvitation(ctx, Invitation{AccountID: p.Account.ID, Email: email, Role: role}, digest, p.User.ID)
+	if err != nil {
+		return Invitation{}, err
+	}
+	inv.Token = token
+	return inv, nil
+}
+
+// AcceptInvitation makes the caller a member of the account the token
+// names. Errors: CodeNotFound (wrong token), CodeInvitationExpired,
+// CodeInvitationUsed, CodeConflict (already a member; the invitation stays
+// usable), CodeValidation (token required).
+func (s *Service) AcceptInvitation(ctx context.Context, p Principal, token string) (Membership, error) {
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return Membership{}, &errs.Error{Code: CodeValidation, Message: "token is required", Fields: []errs.FieldError{{Field: "token", Code: RuleRequired}}}
+	}
+	return s.store.AcceptInvitation(ctx, TokenDigest(token), p.User.ID)
+}

@@ -1,0 +1,120 @@
+package identity
+
+import "time"
+
+// Event types identity publishes: its manifest. The catalog must agree.
+const (
+	EventUserCreated       = "identity.user.created"
+	EventAccountCreated    = "identity.account.created"
+	EventAccountUpdated    = "identity.account.updated"
+	EventAccountDeleted    = "identity.account.deleted"
+	EventMemberInvited     = "identity.member.invited"
+	EventMemberJoined      = "identity.member.joined"
+	EventMemberRemoved     = "identity.member.removed"
+	EventMemberRoleChanged = "identity.member.role_changed"
+)
+
+// EventTypes lists every type identity emits.
+func EventTypes() []string {
+	return []string{
+		EventUserCreated, EventAccountCreated, EventAccountUpdated, EventAccountDeleted,
+		EventMemberInvited, EventMemberJoined, EventMemberRemoved, EventMemberRoleChanged,
+	}
+}
+
+// Event is a domain fact written to the outbox in the transaction that
+// makes it true. Subject is the entity the fact is about.
+type Event struct {
+	Type    string
+	Subject string
+	Data    any
+}
+
+// The payloads. Ids are bare UUIDs; each schema under
+// schemas/events/identity/ describes exactly these fields.
+type (
+	userCreated struct {
+		UserID string `json:"user_id"`
+		Email  string `json:"email"`
+	}
+	accountCreated struct {
+		AccountID   string `json:"account_id"`
+		Name        string `json:"name"`
+		Slug        string `json:"slug"`
+		Personal    bool   `json:"personal"`
+		OwnerUserID string `json:"owner_user_id"`
+	}
+	accountUpdated struct {
+		AccountID string `json:"account_id"`
+		Name      string `json:"name"`
+	}
+	accountDeleted struct {
+		AccountID string `json:"account_id"`
+	}
+	memberInvited struct {
+		AccountID    string    `json:"account_id"`
+		InvitationID string    `json:"invitation_id"`
+		Email        string    `json:"email"`
+		Role         Role      `json:"role"`
+		InvitedBy    string    `json:"invited_by"`
+		ExpiresAt    time.Time `json:"expires_at"`
+	}
+	memberJoined struct {
+		AccountID    string `json:"account_id"`
+		UserID       string `json:"user_id"`
+		Role         Role   `json:"role"`
+		InvitationID string `json:"invitation_id"`
+	}
+	memberRemoved struct {
+		AccountID string `json:"account_id"`
+		UserID    string `json:"user_id"`
+		RemovedBy string `json:"removed_by"`
+	}
+	memberRoleChanged struct {
+		AccountID string `json:"account_id"`
+		UserID    string `json:"user_id"`
+		OldRole   Role   `json:"old_role"`
+		NewRole   Role   `json:"new_role"`
+		ChangedBy string `json:"changed_by"`
+	}
+)
+
+// UserCreated is the fact of a registration.
+func UserCreated(u User) Event {
+	return Event{EventUserCreated, u.ID, userCreated{u.ID, u.Email}}
+}
+
+// AccountCreated is the fact of a new account, personal or team.
+func AccountCreated(a Account, ownerID string) Event {
+	return Event{EventAccountCreated, a.ID, accountCreated{a.ID, a.Name, a.Slug, a.Personal, ownerID}}
+}
+
+// AccountUpdated is the fact of a rename.
+func AccountUpdated(a Account) Event {
+	return Event{EventAccountUpdated, a.ID, accountUpdated{a.ID, a.Name}}
+}
+
+// AccountDeleted is the fact of an account's removal.
+func AccountDeleted(accountID string) Event {
+	return Event{EventAccountDeleted, accountID, accountDeleted{accountID}}
+}
+
+// MemberInvited is the fact of an invitation being issued.
+func MemberInvited(inv Invitation, invitedBy string) Event {
+	return Event{EventMemberInvited, inv.AccountID, memberInvited{inv.AccountID, inv.ID, inv.Email, inv.Role, invitedBy, inv.ExpiresAt.UTC()}}
+}
+
+// MemberJoined is the fact of an accepted invitation.
+func MemberJoined(m Membership, invitationID string) Event {
+	return Event{EventMemberJoined, m.AccountID, memberJoined{m.AccountID, m.UserID, m.Role, invitationID}}
+}
+
+// MemberRemoved is the fact of a membership's end.
+func MemberRemoved(accountID, userID, by string) Event {
+	return Event{EventMemberRemoved, accountID, memberRemoved{accountID, userID, by}}
+}
+
+// MemberRoleChanged is the fact of a role change.
+func MemberRoleChanged(accountID, userID string, old, new Role, by string) Event {
+	return Event{EventMemberRoleChanged, accountID, memberRoleChanged{accountID, userID, old, new, by}}
+}

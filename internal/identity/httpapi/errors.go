@@ -1,0 +1,68 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/identity"
+)
+
+// statusOf is the one table from identity's error codes to HTTP statuses.
+var statusOf = map[string]int{
+	identity.CodeValidation:        http.StatusUnprocessableEntity,
+	identity.CodeUnauthorized:      http.StatusUnauthorized,
+	identity.CodeForbidden:         http.StatusForbidden,
+	identity.CodeNotFound:          http.StatusNotFound,
+	identity.CodeConflict:          http.StatusConflict,
+	identity.CodeInvitationExpired: http.StatusGone,
+	identity.CodeInvitationUsed:    http.StatusGone,
+	identity.CodePersonalAccount:   http.StatusUnprocessableEntity,
+	identity.CodeLocked:            http.StatusLocked,
+}
+
+type api struct {
+	svc *identity.Service
+	log *slog.Logger
+}
+
+// fail answers err as a problem: an expected error with its status, a
+// decoding error as it says, anything else as a logged, generic 500.
+func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var de *httpx.DecodeError
+	if errors.As(err, &de) {
+		httpx.WriteProblem(w, r, de.Status, de.Code, de.Message, nil)
+		return
+	}
+	if e, ok := errs.As(err); ok {
+		if status, known := statusOf[e.Code]; known {
+			if e.Code == identity.CodeUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="identity"`)
+			}
+			if e.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+999_999_999)/1e9)))
+			}
+			httpx.WriteProblem(w, r, status, e.Code, e.Message, e.Fields)
+			return
+		}
+	}
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The caller went away; nobody reads the answer.
+		a.log.Info("request abandoned by the client", "path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+		return
+	}
+	a.log.Error("internal error", "err", err, "method", r.Method, "path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+	a.internalError(w, r)
+}
+
+func (a *api) internalError(w http.ResponseWriter, r *http.Request) {
+	httpx.WriteProblem(w, r, http.StatusInternalServerError, "internal", "an internal error occurred; it has been logged", nil)
+}
+
+func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
+	httpx.WriteProblem(w, r, http.StatusNotFound, identity.CodeNotFound, "no such resource", nil)
+}

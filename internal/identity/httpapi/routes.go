@@ -1,0 +1,56 @@
+// Package httpapi is identity's HTTP adapter: routes, request decoding,
+// the problem+json error table and the authentication middleware.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/identity"
+)
+
+// Deps are what the handlers need. Service is nil when no database is
+// configured: then every /v1 route is a 404.
+type Deps struct {
+	Service *identity.Service
+	Ready   func(ctx context.Context) httpx.Readiness
+	Logger  *slog.Logger
+}
+
+// NewHandler returns identity's HTTP handler.
+func NewHandler(d Deps) http.Handler {
+	a := &api{svc: d.Service, log: d.Logger}
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", httpx.Healthz())
+	mux.Handle("GET /readyz", httpx.Readyz(d.Ready))
+	mux.HandleFunc("/", a.notFound)
+	if d.Service != nil {
+		a.routes(mux)
+	}
+	return httpx.Chain(mux, httpx.Observe(d.Logger, a.internalError))
+}
+
+func (a *api) routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /.well-known/jwks.json", a.jwks)
+
+	mux.HandleFunc("POST /v1/users", a.register)
+	mux.HandleFunc("POST /v1/session", a.login)
+	mux.Handle("DELETE /v1/session", a.authenticated(a.logout))
+	mux.Handle("GET /v1/me", a.authenticated(a.me))
+
+	mux.Handle("GET /v1/operator/me", a.authenticated(a.operatorMe))
+	mux.Handle("GET /v1/operator/users", a.authenticated(a.searchUsers))
+
+	mux.Handle("GET /v1/accounts", a.authenticated(a.listAccounts))
+	mux.Handle("POST /v1/accounts", a.authenticated(a.createAccount))
+	mux.Handle("GET /v1/accounts/{accountID}", a.member(identity.MinRoleRead, a.getAccount))
+	mux.Handle("PATCH /v1/accounts/{accountID}", a.member(identity.MinRoleRename, a.renameAccount))
+	mux.Handle("DELETE /v1/accounts/{accountID}", a.member(identity.MinRoleDelete, a.deleteAccount))
+	mux.Handle("GET /v1/accounts/{accountID}/members", a.member(identity.MinRoleRead, a.listMembers))
+	mux.Handle("PATCH /v1/accounts/{accountID}/members/{userID}", a.member(identity.MinRoleChangeRole, a.changeRole))
+	mux.Handle("DELETE /v1/accounts/{accountID}/members/{userID}", a.member(identity.MinRoleRemove, a.removeMember))
+	mux.Handle("POST /v1/accounts/{accountID}/invitations", a.member(identity.MinRoleInvite, a.invite))
+	mux.Handle("POST /v1/invitations/accept", a.authenticated(a.acceptInvitation))
+}

@@ -1,0 +1,131 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+
+	"golang.org/x/crypto/argon2"
+)
+
+// HashParams are argon2id's cost parameters. They are stored inside every
+// hash, so raising them later only affects new and rehashed passwords.
+type HashParams struct {
+	MemoryKiB uint32
+	Passes    uint32
+	Threads   uint8
+}
+
+// DefaultHashParams is OWASP's argon2id baseline: 19 MiB, 2 passes.
+var DefaultHashParams = HashParams{MemoryKiB: 19 * 1024, Passes: 2, Threads: 1}
+
+const (
+	saltLen = 16
+	keyLen  = 32
+)
+
+// Hasher hashes and verifies passwords with argon2id. At most a fixed
+// number of hashes run at once: each takes MemoryKiB of memory and a core,
+// so a login flood queues instead of exhausting memory or starving every
+// other request.
+type Hasher struct {
+	params HashParams
+	slots  chan struct{}
+	dummy  string
+}
+
+// NewHasher returns a Hasher running at most concurrency hashes at once
+// (GOMAXPROCS when concurrency < 1).
+func NewHasher(p HashParams, concurrency int) *Hasher {
+	if concurrency < 1 {
+		concurrency = runtime.GOMAXPROCS(0)
+	}
+	h := &Hasher{params: p, slots: make(chan struct{}, concurrency)}
+	h.dummy = h.encode(make([]byte, saltLen), "unknown-address-placeholder")
+	return h
+}
+
+// Hash returns the encoded argon2id hash of password with a fresh salt.
+func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
+	salt := make([]byte, saltLen)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	if err := h.acquire(ctx); err != nil {
+		return "", err
+	}
+	defer h.release()
+	return h.encode(salt, password), nil
+}
+
+// Verify reports whether password matches encoded. An empty encoded (an
+// unknown address) is checked against a dummy hash of the same cost, so the
+// answer takes as long either way. needsRehash is true when encoded was
+// made with other parameters than the hasher's.
+func (h *Hasher) Verify(ctx context.Context, password, encoded string) (ok, needsRehash bool, err error) {
+	known := encoded != ""
+	if !known {
+		encoded = h.dummy
+	}
+	p, salt, want, err := decodeHash(encoded)
+	if err != nil {
+		return false, false, err
+	}
+	if err := h.acquire(ctx); err != nil {
+		return false, false, err
+	}
+	got := argon2.IDKey([]byte(password), salt, p.Passes, p.MemoryKiB, p.Threads, uint32(len(want)))
+	h.release()
+	match := subtle.ConstantTimeCompare(got, want) == 1
+	return known && match, known && match && p != h.params, nil
+}
+
+func (h *Hasher) acquire(ctx context.Context) error {
+	select {
+	case h.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *Hasher) release() { <-h.slots }
+
+func (h *Hasher) encode(salt []byte, password string) string {
+	p := h.params
+	key := argon2.IDKey([]byte(password), salt, p.Passes, p.MemoryKiB, p.Threads, keyLen)
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.MemoryKiB, p.Passes, p.Threads,
+		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key))
+}
+
+var errBadHash = errors.New("password hash: unrecognised encoding")
+
+// decodeHash parses the PHC string format that encode writes.
+func decodeHash(s string) (HashParams, []byte, []byte, error) {
+	parts := strings.Split(s, "$")
+	if len(parts) != 6 || parts[1] != "argon2id" {
+		return HashParams{}, nil, nil, errBadHash
+	}
+	var version int
+	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
+		return HashParams{}, nil, nil, errBadHash
+	}
+	var p HashParams
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &p.MemoryKiB, &p.Passes, &p.Threads); err != nil || p.Passes == 0 || p.Threads == 0 {
+		return HashParams{}, nil, nil, errBadHash
+	}
+	salt, err := base64.RawStdEncoding.DecodeString(parts[4])
+	if err != nil {
+		return HashParams{}, nil, nil, errBadHash
+	}
+	key, err := base64.RawStdEncoding.DecodeString(parts[5])
+	if err != nil || len(key) == 0 {
+		return HashParams{}, nil, nil, errBadHash
+	}
+	return p, salt, key, nil
+}

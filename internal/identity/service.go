@@ -1,0 +1,248 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+
+	"github.com/platformco/platform/internal/errs"
+)
+
+// Options are the service's policies.
+type Options struct {
+	Issuer           string
+	SessionTTL       time.Duration
+	LockoutThreshold int
+	LockoutDuration  time.Duration
+	// Now is the service's clock; the store's transactions must read the
+	// same one.
+	Now func() time.Time
+}
+
+// Service is the identity service.
+type Service struct {
+	store  Store
+	hasher *Hasher
+	keys   *KeyRing
+	opts   Options
+}
+
+// NewService returns the service.
+func NewService(store Store, hasher *Hasher, keys *KeyRing, opts Options) *Service {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Service{store: store, hasher: hasher, keys: keys, opts: opts}
+}
+
+// Keys returns the service's key ring (for the key set endpoint).
+func (s *Service) Keys() *KeyRing { return s.keys }
+
+// RegisterInput is a registration request.
+type RegisterInput struct {
+	Email       string
+	Password    string
+	DisplayName string
+}
+
+// Register creates a user with a personal account and its owner
+// membership. Errors: CodeValidation (email invalid/required, password
+// too_short/too_long, display_name too_long), CodeConflict (address taken;
+// the wording does not confirm it).
+func (s *Service) Register(ctx context.Context, in RegisterInput) (User, error) {
+	email := NormalizeEmail(in.Email)
+	display := strings.TrimSpace(in.DisplayName)
+	var f errs.Fields
+	checkEmail(&f, email)
+	checkPassword(&f, in.Password)
+	if utf8.RuneCountInString(display) > DisplayNameMax {
+		f.Add("display_name", RuleTooLong)
+	}
+	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
+		return User{}, err
+	}
+	// Hash before looking at the address, so a taken one costs the same.
+	hash, err := s.hasher.Hash(ctx, in.Password)
+	if err != nil {
+		return User{}, err
+	}
+	base := Slugify(email[:strings.LastIndexByte(email, '@')], SlugMax-9)
+	if base == "" {
+		base = "user"
+	}
+	for attempt := 0; ; attempt++ {
+		u, _, err := s.store.CreateUser(ctx, NewUser{Email: email, DisplayName: display, PasswordHash: hash, PersonalSlug: base + "-" + randomSuffix(8)})
+		if errors.Is(err, ErrSlugTaken) && attempt < 4 {
+			continue
+		}
+		return u, err
+	}
+}
+
+// Login checks a password and opens a session, returning its signed token.
+// Errors: CodeUnauthorized (unknown address, wrong password, disabled
+// user: one answer for all), CodeLocked (with RetryAfter).
+func (s *Service) Login(ctx context.Context, email, password string) (token string, sess Session, err error) {
+	cred, err := s.store.Credentials(ctx, NormalizeEmail(email))
+	switch {
+	case errors.Is(err, ErrUserNotFound):
+		cred = Credentials{}
+	case err != nil:
+		return "", Session{}, err
+	}
+	if cred.LockedUntil != nil && cred.LockedUntil.After(s.opts.Now()) {
+		return "", Session{}, LockedError(*cred.LockedUntil, s.opts.Now())
+	}
+	ok, rehash, err := s.hasher.Verify(ctx, password, cred.PasswordHash)
+	if err != nil {
+		return "", Session{}, err
+	}
+	if cred.UserID == "" || cred.Disabled {
+		return "", Session{}, ErrUnauthorized
+	}
+	if !ok {
+		counted, until, err := s.store.RecordLoginFailure(ctx, cred.UserID, s.opts.LockoutThreshold, s.opts.LockoutDuration)
+		if err != nil {
+			return "", Session{}, err
+		}
+		if !counted {
+			return "", Session{}, LockedError(until, s.opts.Now())
+		}
+		return "", Session{}, ErrUnauthorized
+	}
+	newHash := ""
+	if rehash {
+		if newHash, err = s.hasher.Hash(ctx, password); err != nil {
+			return "", Session{}, err
+		}
+	}
+	sess, err = s.store.StartSession(ctx, cred.UserID, s.opts.SessionTTL, newHash)
+	if err != nil {
+		return "", Session{}, err
+	}
+	token, err = s.keys.Sign(Claims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    s.opts.Issuer,
+			Subject:   sess.UserID,
+			IssuedAt:  jwt.NewNumericDate(sess.CreatedAt),
+			ExpiresAt: jwt.NewNumericDate(sess.ExpiresAt),
+		},
+		SID: sess.ID,
+	})
+	return token, sess, err
+}
+
+// Authenticate resolves a bearer token to its principal: signature,
+// issuer and expiry first, then the live session in the store. With
+// accountID it also loads the caller's membership of that account.
+// Errors: CodeUnauthorized.
+func (s *Service) Authenticate(ctx context.Context, token, accountID string) (Principal, error) {
+	if token == "" {
+		return Principal{}, ErrUnauthorized
+	}
+	c, err := s.keys.Verify(token, s.opts.Issuer)
+	if err != nil {
+		return Principal{}, err
+	}
+	if !validUUID(c.Subject) || !validUUID(c.SID) {
+		return Principal{}, ErrUnauthorized
+	}
+	if accountID != "" && !validUUID(accountID) {
+		accountID = "" // a malformed id names no account: the caller is not a member
+	}
+	return s.store.Authenticate(ctx, c.SID, c.Subject, accountID)
+}
+
+// Logout ends the principal's session.
+func (s *Service) Logout(ctx context.Context, p Principal) error {
+	return s.store.EndSession(ctx, p.SessionID)
+}
+
+// SetStaff marks a user as staff or not. Errors: CodeNotFound.
+func (s *Service) SetStaff(ctx context.Context, email string, staff bool) error {
+	return s.store.SetStaff(ctx, NormalizeEmail(email), staff)
+}
+
+// Directory search limits.
+const (
+	SearchDefaultLimit = 25
+	SearchMaxLimit     = 50
+	SearchMinQuery     = 2
+)
+
+// SearchUsers is the staff directory. query is trimmed and must keep at
+// least two characters; limit 0 means the default, over 50 is refused.
+// Errors: CodeForbidden (not staff), CodeValidation (query too_short,
+// limit invalid/too_large).
+func (s *Service) SearchUsers(ctx context.Context, p Principal, query string, limit int) ([]StaffRecord, error) {
+	if !p.User.Staff {
+		return nil, ErrNotStaff
+	}
+	query = strings.TrimSpace(query)
+	var f errs.Fields
+	if utf8.RuneCountInString(query) < SearchMinQuery {
+		f.Add("query", RuleTooShort)
+	}
+	switch {
+	case limit < 0:
+		f.Add("limit", RuleInvalid)
+	case limit > SearchMaxLimit:
+		f.Add("limit", RuleTooLarge)
+	case limit == 0:
+		limit = SearchDefaultLimit
+	}
+	if err := f.Err(CodeValidation, "the search parameters are invalid"); err != nil {
+		return nil, err
+	}
+	return s.store.SearchUsers(ctx, query, limit)
+}
+
+// RuleTooLarge is the rule broken by a number over its maximum.
+const RuleTooLarge = "too_large"
+
+func validUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	_, err := uuid.Parse(s)
+	return err == nil
+}
+
+// ValidID reports whether s is a well-formed id (a UUID in its usual
+// form); a malformed id in a path is answered like an unknown one.
+func ValidID(s string) bool { return validUUID(s) }
+
+// newToken returns a random token and the digest the store keeps.
+func newToken() (token, digest string) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	token = base64.RawURLEncoding.EncodeToString(b)
+	return token, TokenDigest(token)
+}
+
+// TokenDigest is the stored form of a bearer secret (invitation token):
+// SHA-256 suffices because the secret has 256 random bits.
+func TokenDigest(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+const suffixAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+func randomSuffix(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = suffixAlphabet[int(b[i])%len(suffixAlphabet)]
+	}
+	return string(b)
+}

@@ -1,0 +1,384 @@
+// Package sqlstore is identity's SQL adapter, one implementation for both
+// engines: the SQL is the same except where sqldb's dialect helpers say.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/platformco/platform/internal/identity"
+	"github.com/platformco/platform/internal/sqldb"
+)
+
+// Store implements identity.Store.
+type Store struct {
+	db *sqldb.DB
+}
+
+var _ identity.Store = (*Store)(nil)
+
+// New returns a store over db, whose schema must be migrated.
+func New(db *sqldb.DB) *Store { return &Store{db: db} }
+
+// writeEvents appends events to the outbox in tx: the envelope id is fixed
+// here and reused by every delivery attempt.
+func writeEvents(ctx context.Context, tx *sqldb.Tx, events ...identity.Event) error {
+	for _, e := range events {
+		data, err := json.Marshal(e.Data)
+		if err != nil {
+			return fmt.Errorf("outbox: encode %s: %w", e.Type, err)
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO outbox (id, type, source, subject, time, data, created_at, next_attempt_at)
+			VALUES ($1, $2, 'identity', $3, $4, $5, $4, $4)`,
+			uuid.NewString(), e.Type, e.Subject, tx.Now, string(data))
+		if err != nil {
+			return fmt.Errorf("outbox: insert %s: %w", e.Type, err)
+		}
+	}
+	return nil
+}
+
+// CreateUser implements identity.Store.
+func (s *Store) CreateUser(ctx context.Context, in identity.NewUser) (identity.User, identity.Account, error) {
+	u := identity.User{ID: uuid.NewString(), Email: in.Email, DisplayName: in.DisplayName}
+	a := identity.Account{ID: uuid.NewString(), Name: personalName(in), Slug: in.PersonalSlug, Personal: true, Role: identity.RoleOwner}
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		u.CreatedAt, a.CreatedAt, a.UpdatedAt = tx.Now, tx.Now, tx.Now
+		res, err := tx.Exec(ctx, `
+			INSERT INTO users (id, email, display_name, password_hash, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $5)
+			ON CONFLICT (email) DO NOTHING`,
+			u.ID, u.Email, u.DisplayName, in.PasswordHash, tx.Now)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return identity.ErrEmailTaken
+		}
+		if err := insertAccount(ctx, tx, a, u.ID); err != nil {
+			return err
+		}
+		return writeEvents(ctx, tx, identity.UserCreated(u), identity.AccountCreated(a, u.ID))
+	})
+	return u, a, err
+}
+
+// personalName names a personal account after its user.
+func personalName(in identity.NewUser) string {
+	if in.DisplayName != "" {
+		return in.DisplayName
+	}
+	return in.Email
+}
+
+// insertAccount creates an account and its owner's membership.
+func insertAccount(ctx context.Context, tx *sqldb.Tx, a identity.Account, ownerID string) error {
+	res, err := tx.Exec(ctx, `
+		INSERT INTO accounts (id, name, slug, personal, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $5)
+		ON CONFLICT (slug) DO NOTHING`,
+		a.ID, a.Name, a.Slug, a.Personal, tx.Now)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return identity.ErrSlugTaken
+	}
+	_, err = tx.Exec(ctx, `
+		INSERT INTO memberships (account_id, user_id, role, created_at) VALUES ($1, $2, 'owner', $3)`,
+		a.ID, ownerID, tx.Now)
+	return err
+}
+
+// Credentials implements identity.Store.
+func (s *Store) Credentials(ctx context.Context, email string) (identity.Credentials, error) {
+	var (
+		c        identity.Credentials
+		locked   sql.NullTime
+		disabled sql.NullTime
+	)
+	err := s.db.QueryRow(ctx, `
+		SELECT id, password_hash, locked_until, disabled_at FROM users WHERE email = $1`, email).
+		Scan(&c.UserID, &c.PasswordHash, &locked, &disabled)
+	if errors.Is(err, sql.ErrNoRows) {
+		return identity.Credentials{}, identity.ErrUserNotFound
+	}
+	if err != nil {
+		return identity.Credentials{}, err
+	}
+	c.LockedUntil = timePtr(locked)
+	c.Disabled = disabled.Valid
+	return c, nil
+}
+
+// RecordLoginFailure implements identity.Store. One conditional UPDATE
+// counts the failure and, at the threshold, locks and restarts the count,
+// so concurrent failures neither overshoot nor undercount: a failure that
+// arrives once the user is locked matches no row and is not counted.
+func (s *Store) RecordLoginFailure(ctx context.Context, userID string, threshold int, lockFor time.Duration) (bool, time.Time, error) {
+	var (
+		counted bool
+		until   time.Time
+	)
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `
+			UPDATE users SET
+				locked_until  = CASE WHEN failed_logins + 1 >= $2 THEN $3 ELSE locked_until END,
+				failed_logins = CASE WHEN failed_logins + 1 >= $2 THEN 0 ELSE failed_logins + 1 END
+			WHERE id = $1 AND (locked_until IS NULL OR locked_until <= $4)`,
+			userID, threshold, tx.Now.Add(lockFor), tx.Now)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			counted = true
+			return nil
+		}
+		var locked sql.NullTime
+		if err := tx.QueryRow(ctx, `SELECT locked_until FROM users WHERE id = $1`, userID).Scan(&locked); err != nil {
+			return err
+		}
+		until = locked.Time
+		return nil
+	})
+	return counted, until, err
+}
+
+// StartSession implements identity.Store.
+func (s *Store) StartSession(ctx context.Context, userID string, ttl time.Duration, rehash string) (identity.Session, error) {
+	sess := identity.Session{ID: uuid.NewString(), UserID: userID}
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		sess.CreatedAt, sess.ExpiresAt = tx.Now, tx.Now.Add(ttl)
+		res, err := tx.Exec(ctx, `
+			UPDATE users SET failed_logins = 0, locked_until = NULL,
+				password_hash = CASE WHEN $3 = '' THEN password_hash ELSE $3 END,
+				updated_at = CASE WHEN $3 = '' THEN updated_at ELSE $2 END
+			WHERE id = $1 AND disabled_at IS NULL AND (locked_until IS NULL OR locked_until <= $2)`,
+			userID, tx.Now, rehash)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			// Locked by concurrent failures since the password was checked,
+			// or disabled meanwhile.
+			var locked sql.NullTime
+			if err := tx.QueryRow(ctx, `SELECT locked_until FROM users WHERE id = $1`, userID).Scan(&locked); err == nil && locked.Valid && locked.Time.After(tx.Now) {
+				return identity.LockedError(locked.Time, tx.Now)
+			}
+			return identity.ErrUnauthorized
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO sessions (id, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+			sess.ID, sess.UserID, sess.CreatedAt, sess.ExpiresAt)
+		return err
+	})
+	return sess, err
+}
+
+// EndSession implements identity.Store.
+func (s *Store) EndSession(ctx context.Context, sessionID string) error {
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE sessions SET ended_at = $2 WHERE id = $1 AND ended_at IS NULL`, sessionID, tx.Now)
+		return err
+	})
+}
+
+// Authenticate implements identity.Store: the whole hot path of an
+// authenticated request (session, user, membership, account) is this one
+// query over primary keys.
+func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID string) (identity.Principal, error) {
+	var (
+		p       identity.Principal
+		aID     sql.NullString
+		aName   sql.NullString
+		aSlug   sql.NullString
+		aPers   sql.NullBool
+		aCreate sql.NullTime
+		aUpdate sql.NullTime
+		role    sql.NullString
+	)
+	now := sqldb.Timestamp(s.db.Now())
+	var err error
+	if accountID == "" {
+		err = s.db.QueryRow(ctx, `
+			SELECT u.id, u.email, u.display_name, u.staff, u.created_at
+			FROM sessions s JOIN users u ON u.id = s.user_id
+			WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
+			  AND u.disabled_at IS NULL`,
+			sessionID, userID, now).
+			Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt)
+	} else {
+		err = s.db.QueryRow(ctx, `
+			SELECT u.id, u.email, u.display_name, u.staff, u.created_at,
+			       a.id, a.name, a.slug, a.personal, a.created_at, a.updated_at, m.role
+			FROM sessions s
+			JOIN users u ON u.id = s.user_id
+			LEFT JOIN memberships m ON m.user_id = s.user_id AND m.account_id = $4
+			LEFT JOIN accounts a ON a.id = m.account_id
+			WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
+			  AND u.disabled_at IS NULL`,
+			sessionID, userID, now, accountID).
+			Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt,
+				&aID, &aName, &aSlug, &aPers, &aCreate, &aUpdate, &role)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return identity.Principal{}, identity.ErrUnauthorized
+	}
+	if err != nil {
+		return identity.Principal{}, err
+	}
+	p.SessionID = sessionID
+	p.User.CreatedAt = p.User.CreatedAt.UTC()
+	if aID.Valid {
+		p.Account = &identity.Account{
+			ID: aID.String, Name: aName.String, Slug: aSlug.String, Personal: aPers.Bool,
+			Role: identity.Role(role.String), CreatedAt: aCreate.Time.UTC(), UpdatedAt: aUpdate.Time.UTC(),
+		}
+	}
+	return p, nil
+}
+
+// SetStaff implements identity.Store.
+func (s *Store) SetStaff(ctx context.Context, email string, staff bool) error {
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `UPDATE users SET staff = $2, updated_at = $3 WHERE email = $1`, email, staff, tx.Now)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return identity.ErrUserNotFound
+		}
+		return nil
+	})
+}
+
+// SearchUsers implements identity.Store. The query's LIKE metacharacters
+// are escaped so they match themselves.
+func (s *Store) SearchUsers(ctx context.Context, query string, limit int) ([]identity.StaffRecord, error) {
+	pattern := "%" + escapeLike(lower(query)) + "%"
+	rows, err := s.db.Query(ctx, `
+		SELECT id, email, display_name, disabled_at, verified_at, created_at
+		FROM users
+		WHERE email LIKE $1 ESCAPE '\' OR lower(display_name) LIKE $1 ESCAPE '\'
+		ORDER BY email
+		LIMIT $2`, pattern, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []identity.StaffRecord{}
+	for rows.Next() {
+		var (
+			r                  identity.StaffRecord
+			disabled, verified sql.NullTime
+		)
+		if err := rows.Scan(&r.ID, &r.Email, &r.DisplayName, &disabled, &verified, &r.CreatedAt); err != nil {
+			return nil, err
+		}
+		r.DisabledAt, r.VerifiedAt, r.CreatedAt = timePtr(disabled), timePtr(verified), r.CreatedAt.UTC()
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// SigningKeys implements identity.KeyStore.
+func (s *Store) SigningKeys(ctx context.Context) ([]identity.SigningKey, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT kid, algorithm, public_key, private_key_sealed, created_at, withdrawn_at
+		FROM signing_keys ORDER BY created_at DESC, kid DESC`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []identity.SigningKey
+	for rows.Next() {
+		var (
+			k         identity.SigningKey
+			withdrawn sql.NullTime
+		)
+		if err := rows.Scan(&k.KID, &k.Algorithm, &k.Public, &k.Sealed, &k.CreatedAt, &withdrawn); err != nil {
+			return nil, err
+		}
+		k.CreatedAt, k.WithdrawnAt = k.CreatedAt.UTC(), timePtr(withdrawn)
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// InsertSigningKey implements identity.KeyStore.
+func (s *Store) InsertSigningKey(ctx context.Context, k identity.SigningKey) (identity.SigningKey, error) {
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		k.CreatedAt = tx.Now
+		_, err := tx.Exec(ctx, `
+			INSERT INTO signing_keys (kid, algorithm, public_key, private_key_sealed, created_at)
+			VALUES ($1, $2, $3, $4, $5)`, k.KID, k.Algorithm, k.Public, k.Sealed, k.CreatedAt)
+		return err
+	})
+	return k, err
+}
+
+// WithdrawSigningKey implements identity.KeyStore.
+func (s *Store) WithdrawSigningKey(ctx context.Context, kid string) error {
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		var signer string
+		err := tx.QueryRow(ctx, `
+			SELECT kid FROM signing_keys WHERE withdrawn_at IS NULL
+			ORDER BY created_at DESC, kid DESC LIMIT 1`+tx.DB().ForUpdate()).Scan(&signer)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if signer == kid {
+			return identity.ErrKeyIsSigner
+		}
+		res, err := tx.Exec(ctx, `UPDATE signing_keys SET withdrawn_at = $2 WHERE kid = $1 AND withdrawn_at IS NULL`, kid, tx.Now)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			var exists int
+			if err := tx.QueryRow(ctx, `SELECT 1 FROM signing_keys WHERE kid = $1`, kid).Scan(&exists); errors.Is(err, sql.ErrNoRows) {
+				return identity.ErrKeyNotFound
+			}
+		}
+		return nil
+	})
+}
+
+func timePtr(t sql.NullTime) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	u := t.Time.UTC()
+	return &u
+}
+
+// lower folds ASCII letters only, as SQLite's lower() does, so both
+// engines compare the same way.
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func escapeLike(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\', '%', '_':
+			out = append(out, '\\')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}

@@ -1,0 +1,84 @@
+package identity
+
+import (
+	"context"
+	"time"
+)
+
+// NewUser is a registration as the store receives it: validated, the
+// password already hashed, the personal account's handle already chosen.
+type NewUser struct {
+	Email        string
+	DisplayName  string
+	PasswordHash string
+	PersonalSlug string
+}
+
+// Credentials is what sign-in needs to know of a user.
+type Credentials struct {
+	UserID       string
+	PasswordHash string
+	LockedUntil  *time.Time
+	Disabled     bool
+}
+
+// Store persists identity. Every method that changes state writes its
+// events to the outbox in the same transaction. Methods return the
+// service's errors (ErrEmailTaken, ErrLastOwnerDemoted, …) where only the
+// database can decide; anything else is an internal failure.
+type Store interface {
+	KeyStore
+
+	// CreateUser creates the user, a personal account and the owner
+	// membership. Errors: ErrEmailTaken, ErrSlugTaken (retry with another
+	// suffix).
+	CreateUser(ctx context.Context, u NewUser) (User, Account, error)
+	// Credentials looks a user up by normalised email. Errors: ErrUserNotFound.
+	Credentials(ctx context.Context, email string) (Credentials, error)
+	// RecordLoginFailure counts one wrong password atomically, locking the
+	// user for lockFor when the count reaches threshold. counted is false
+	// when the user was already locked (lockedUntil then says until when).
+	RecordLoginFailure(ctx context.Context, userID string, threshold int, lockFor time.Duration) (counted bool, lockedUntil time.Time, err error)
+	// StartSession resets the failure count, replaces the password hash
+	// when rehash is not empty, and opens a session lasting ttl, unless the
+	// user became locked meanwhile. Errors: the locked error.
+	StartSession(ctx context.Context, userID string, ttl time.Duration, rehash string) (Session, error)
+	// EndSession ends one session; ending an ended session is a no-op.
+	EndSession(ctx context.Context, sessionID string) error
+	// Authenticate resolves a live session of userID to its principal in
+	// one query; with accountID it also loads the caller's membership of
+	// that account (Principal.Account nil when not a member).
+	// Errors: ErrUnauthorized.
+	Authenticate(ctx context.Context, sessionID, userID, accountID string) (Principal, error)
+	// SetStaff marks the user with email as staff or not. Errors: ErrUserNotFound.
+	SetStaff(ctx context.Context, email string, staff bool) error
+	// SearchUsers returns users whose email or display name contains
+	// query (matched literally, case-insensitively), ordered by email.
+	SearchUsers(ctx context.Context, query string, limit int) ([]StaffRecord, error)
+
+	// ListAccounts returns the accounts userID belongs to, with their role.
+	ListAccounts(ctx context.Context, userID string) ([]Account, error)
+	// CreateAccount creates a team account owned by ownerID. Errors: ErrSlugTaken.
+	CreateAccount(ctx context.Context, ownerID, name, slug string) (Account, error)
+	// RenameAccount changes an account's name (never its slug).
+	RenameAccount(ctx context.Context, accountID, name string) (Account, error)
+	// DeleteAccount removes an account and everything scoped by it.
+	// Errors: ErrPersonalAccount, ErrAccountNotFound.
+	DeleteAccount(ctx context.Context, accountID string) error
+	// ListMembers returns an account's memberships, oldest first.
+	ListMembers(ctx context.Context, accountID string) ([]Membership, error)
+	// ChangeRole sets a member's role; the last owner is never demoted.
+	// Errors: ErrMemberNotFound, ErrLastOwnerDemoted.
+	ChangeRole(ctx context.Context, accountID, userID string, role Role, by string) (Membership, error)
+	// RemoveMember ends a membership; the last owner is never removed and
+	// only an owner removes an owner. Errors: ErrMemberNotFound,
+	// ErrOwnerByAdmin, ErrLastOwnerRemoved.
+	RemoveMember(ctx context.Context, accountID, userID string, by string, byRole Role) error
+	// CreateInvitation stores an invitation under the digest of its token.
+	CreateInvitation(ctx context.Context, inv Invitation, tokenDigest, invitedBy string) (Invitation, error)
+	// AcceptInvitation consumes the invitation with tokenDigest and makes
+	// userID a member, in one transaction. Errors: ErrInvitationUnknown,
+	// ErrInvitationUsed, ErrInvitationExpired, ErrAlreadyMember (the
+	// invitation stays usable).
+	AcceptInvitation(ctx context.Context, tokenDigest, userID string) (Membership, error)
+}

@@ -1,0 +1,123 @@
+package identity
+
+import (
+	"net/mail"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/platformco/platform/internal/errs"
+)
+
+// Limits of identity's inputs.
+const (
+	PasswordMin    = 8
+	PasswordMax    = 128
+	NameMax        = 120
+	DisplayNameMax = 120
+	EmailMax       = 254
+	SlugMax        = 63
+)
+
+// NormalizeEmail trims an address and lower-cases it: addresses are
+// compared case-insensitively.
+func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// validEmail accepts a bare address (no display name, no angle brackets)
+// with a local part and a domain.
+func validEmail(s string) bool {
+	if s == "" || len(s) > EmailMax {
+		return false
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s {
+		return false
+	}
+	at := strings.LastIndexByte(s, '@')
+	return at > 0 && at < len(s)-1
+}
+
+func checkEmail(f *errs.Fields, email string) {
+	switch {
+	case email == "":
+		f.Add("email", RuleRequired)
+	case !validEmail(email):
+		f.Add("email", RuleInvalid)
+	}
+}
+
+func checkPassword(f *errs.Fields, pw string) {
+	switch n := utf8.RuneCountInString(pw); {
+	case n < PasswordMin:
+		f.Add("password", RuleTooShort)
+	case n > PasswordMax:
+		f.Add("password", RuleTooLong)
+	}
+}
+
+// checkAccountName validates a trimmed account name and the slug it
+// derives.
+func checkAccountName(f *errs.Fields, name string) {
+	switch n := utf8.RuneCountInString(name); {
+	case n == 0:
+		f.Add("name", RuleTooShort)
+	case n > NameMax:
+		f.Add("name", RuleTooLong)
+	case Slugify(name, SlugMax) == "":
+		// Nothing ASCII survives (a name in another script only): there is
+		// no handle to derive, and a generated one would break the rule
+		// that two names deriving one handle collide.
+		f.Add("name", RuleInvalid)
+	}
+}
+
+// Slugify derives a handle from s: accents folded to ASCII where possible,
+// lower-case ASCII letters and digits, runs of anything else collapsed to a
+// single dash, no dash at either end, at most max characters (cut at a
+// dash where possible). It returns "" when nothing remains.
+func Slugify(s string, max int) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range norm.NFKD.String(s) {
+		switch {
+		case unicode.Is(unicode.Mn, r):
+			continue // combining accent left by decomposition
+		case r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(unicode.ToLower(r))
+		default:
+			dash = true
+		}
+	}
+	out := b.String()
+	if len(out) > max {
+		out = out[:max]
+		if i := strings.LastIndexByte(out, '-'); i > max/2 {
+			out = out[:i]
+		}
+		out = strings.TrimRight(out, "-")
+	}
+	return out
+}
+
+// ValidSlug reports whether s is a well-formed handle.
+func ValidSlug(s string) bool {
+	if s == "" || len(s) > SlugMax || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && s[i-1] != '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
