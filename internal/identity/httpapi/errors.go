@@ -9,6 +9,7 @@ import (
 
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/identity"
 )
 
@@ -26,8 +27,9 @@ var statusOf = map[string]int{
 }
 
 type api struct {
-	svc *identity.Service
-	log *slog.Logger
+	svc  *identity.Service
+	idem *idempotency.Store
+	log  *slog.Logger
 }
 
 // fail answers err as a problem: an expected error with its status, a

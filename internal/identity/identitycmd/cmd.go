@@ -16,6 +16,7 @@ import (
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/sqlstore"
@@ -145,6 +146,8 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		}
 		go ring.Run(ctx, cfg.KeyRefresh, logger)
 		deps.Service = svc
+		deps.Idempotency = idempotency.New(db)
+		go purgeIdempotency(ctx, deps.Idempotency, logger)
 		deps.Ready = func(ctx context.Context) httpx.Readiness {
 			if err := db.Ready(ctx); err != nil {
 				logger.Warn("readiness: database unavailable", "err", err)
@@ -273,5 +276,21 @@ func keys(ctx context.Context, args []string, env cli.Env) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", key.KID, key.Algorithm, key.CreatedAt.Format(time.RFC3339), state)
 		}
 		return tw.Flush()
+	}
+}
+
+// purgeIdempotency deletes expired Idempotency-Key records hourly.
+func purgeIdempotency(ctx context.Context, s *idempotency.Store, logger *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.Purge(ctx); err != nil && ctx.Err() == nil {
+				logger.Warn("idempotency: purge failed", "err", err)
+			}
+		}
 	}
 }
