@@ -19,8 +19,8 @@ type Deps struct {
 	// Idempotency keeps Idempotency-Key records; with nil the header is
 	// ignored.
 	Idempotency *idempotency.Store
-	Ready   func(ctx context.Context) httpx.Readiness
-	Logger  *slog.Logger
+	Ready       func(ctx context.Context) httpx.Readiness
+	Logger      *slog.Logger
 }
 
 // NewHandler returns identity's HTTP handler.
