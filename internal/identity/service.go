@@ -56,16 +56,19 @@ type RegisterInput struct {
 
 // Register creates a user with a personal account and its owner
 // membership. Errors: CodeValidation (email invalid/required, password
-// too_short/too_long, display_name too_long), CodeConflict (address taken;
-// the wording does not confirm it).
+// too_short/too_long, display_name too_long/invalid), CodeConflict
+// (address taken; the wording does not confirm it).
 func (s *Service) Register(ctx context.Context, in RegisterInput) (User, error) {
 	email := NormalizeEmail(in.Email)
 	display := strings.TrimSpace(in.DisplayName)
 	var f errs.Fields
 	checkEmail(&f, email)
 	checkPassword(&f, in.Password)
-	if utf8.RuneCountInString(display) > DisplayNameMax {
+	switch {
+	case utf8.RuneCountInString(display) > DisplayNameMax:
 		f.Add("display_name", RuleTooLong)
+	case hasControl(display):
+		f.Add("display_name", RuleInvalid)
 	}
 	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
 		return User{}, err
@@ -92,7 +95,11 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (User, error) 
 // Errors: CodeUnauthorized (unknown address, wrong password, disabled
 // user: one answer for all), CodeLocked (with RetryAfter).
 func (s *Service) Login(ctx context.Context, email, password string) (token string, sess Session, err error) {
-	cred, err := s.store.Credentials(ctx, NormalizeEmail(email))
+	email = NormalizeEmail(email)
+	cred, err := Credentials{}, ErrUserNotFound
+	if validEmail(email) { // nothing else is registered (and NUL cannot even be queried on PostgreSQL)
+		cred, err = s.store.Credentials(ctx, email)
+	}
 	switch {
 	case errors.Is(err, ErrUserNotFound):
 		cred = Credentials{}
@@ -181,16 +188,19 @@ const (
 
 // SearchUsers is the staff directory. query is trimmed and must keep at
 // least two characters; limit 0 means the default, over 50 is refused.
-// Errors: CodeForbidden (not staff), CodeValidation (query too_short,
-// limit invalid/too_large).
+// Errors: CodeForbidden (not staff), CodeValidation (query
+// too_short/invalid, limit invalid/too_large).
 func (s *Service) SearchUsers(ctx context.Context, p Principal, query string, limit int) ([]StaffRecord, error) {
 	if !p.User.Staff {
 		return nil, ErrNotStaff
 	}
 	query = strings.TrimSpace(query)
 	var f errs.Fields
-	if utf8.RuneCountInString(query) < SearchMinQuery {
+	switch {
+	case utf8.RuneCountInString(query) < SearchMinQuery:
 		f.Add("query", RuleTooShort)
+	case hasControl(query):
+		f.Add("query", RuleInvalid)
 	}
 	switch {
 	case limit < 0:
@@ -209,12 +219,15 @@ func (s *Service) SearchUsers(ctx context.Context, p Principal, query string, li
 // RuleTooLarge is the rule broken by a number over its maximum.
 const RuleTooLarge = "too_large"
 
+// validUUID accepts only the canonical, lower-case form that identity
+// issues: PostgreSQL's uuid type would match an upper-case spelling while
+// SQLite's text column would not, and both engines must answer alike.
 func validUUID(s string) bool {
 	if len(s) != 36 {
 		return false
 	}
-	_, err := uuid.Parse(s)
-	return err == nil
+	u, err := uuid.Parse(s)
+	return err == nil && u.String() == s
 }
 
 // ValidID reports whether s is a well-formed id (a UUID in its usual

@@ -68,11 +68,15 @@ type Store interface {
 	// ListMembers returns an account's memberships, oldest first.
 	ListMembers(ctx context.Context, accountID string) ([]Membership, error)
 	// ChangeRole sets a member's role; the last owner is never demoted.
-	// Errors: ErrMemberNotFound, ErrLastOwnerDemoted.
+	// The caller (by) must still be an owner when the change is made.
+	// Errors: ErrMemberNotFound, ErrLastOwnerDemoted, ErrRoleForbidden,
+	// ErrAccountNotFound (by is no longer a member).
 	ChangeRole(ctx context.Context, accountID, userID string, role Role, by string) (Membership, error)
 	// RemoveMember ends a membership; the last owner is never removed and
-	// only an owner removes an owner. Errors: ErrMemberNotFound,
-	// ErrOwnerByAdmin, ErrLastOwnerRemoved.
+	// only an owner removes an owner. The caller's role is re-read when the
+	// change is made (byRole may be stale). Errors: ErrMemberNotFound,
+	// ErrOwnerByAdmin, ErrLastOwnerRemoved, ErrRoleForbidden,
+	// ErrAccountNotFound (by is no longer a member).
 	RemoveMember(ctx context.Context, accountID, userID string, by string, byRole Role) error
 	// CreateInvitation stores an invitation under the digest of its token.
 	CreateInvitation(ctx context.Context, inv Invitation, tokenDigest, invitedBy string) (Invitation, error)

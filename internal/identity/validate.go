@@ -57,6 +57,11 @@ func checkPassword(f *errs.Fields, pw string) {
 	}
 }
 
+// hasControl reports whether s holds a control character: no name needs
+// one, and PostgreSQL cannot store NUL in text at all (the write would
+// fail as an internal error instead of a field error).
+func hasControl(s string) bool { return strings.IndexFunc(s, unicode.IsControl) >= 0 }
+
 // checkAccountName validates a trimmed account name and the slug it
 // derives.
 func checkAccountName(f *errs.Fields, name string) {
@@ -65,6 +70,8 @@ func checkAccountName(f *errs.Fields, name string) {
 		f.Add("name", RuleTooShort)
 	case n > NameMax:
 		f.Add("name", RuleTooLong)
+	case hasControl(name):
+		f.Add("name", RuleInvalid)
 	case Slugify(name, SlugMax) == "":
 		// Nothing ASCII survives (a name in another script only): there is
 		// no handle to derive, and a generated one would break the rule

@@ -240,7 +240,10 @@ func IsForeignKeyViolation(err error) bool {
 	}
 	var sqErr *sqlite.Error
 	if errors.As(err, &sqErr) {
-		return sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+		// SQLite reports an ON DELETE RESTRICT refusal with the trigger
+		// code; only the message tells it from a RAISE in a trigger.
+		return sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY ||
+			(sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_TRIGGER && strings.Contains(sqErr.Error(), "FOREIGN KEY constraint failed"))
 	}
 	return false
 }
@@ -254,7 +257,7 @@ func IsRaised(err error) bool {
 	}
 	var sqErr *sqlite.Error
 	if errors.As(err, &sqErr) {
-		return sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_TRIGGER
+		return sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_TRIGGER && !IsForeignKeyViolation(err)
 	}
 	return false
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/platformco/platform/internal/outbox"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
-// startPublisher runs the outbox publisher inside identity serve.
+// startPublisher runs the outbox publisher inside identity serve, so the
+// events identity records are delivered to NATS JetStream at EVENTS_URL.
 func startPublisher(ctx context.Context, db *sqldb.DB, eventsURL string, logger *slog.Logger) (stop func(), err error) {
-	return func() {}, nil
+	return outbox.Start(ctx, db, eventsURL, outbox.Options{Service: "identity"}, logger)
 }

@@ -155,6 +155,27 @@ func member(ctx context.Context, tx *sqldb.Tx, accountID, userID string) (identi
 	return m, err
 }
 
+// actorRole re-reads the caller's role under the account lock and checks
+// it against min. The principal's role was read before the transaction
+// began; a caller demoted or removed since then must not still change
+// memberships (a demoted owner could otherwise promote someone or remove
+// the remaining owner). Errors: ErrAccountNotFound (no longer a member),
+// ErrRoleForbidden.
+func actorRole(ctx context.Context, tx *sqldb.Tx, accountID, userID string, min identity.Role) (identity.Role, error) {
+	var role string
+	err := tx.QueryRow(ctx, `SELECT role FROM memberships WHERE account_id = $1 AND user_id = $2`, accountID, userID).Scan(&role)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", identity.ErrAccountNotFound
+	}
+	if err != nil {
+		return "", err
+	}
+	if r := identity.Role(role); !r.AtLeast(min) {
+		return "", identity.ErrRoleForbidden
+	}
+	return identity.Role(role), nil
+}
+
 func ownerCount(ctx context.Context, tx *sqldb.Tx, accountID string) (int, error) {
 	var n int
 	err := tx.QueryRow(ctx, `SELECT count(*) FROM memberships WHERE account_id = $1 AND role = 'owner'`, accountID).Scan(&n)
@@ -166,6 +187,9 @@ func (s *Store) ChangeRole(ctx context.Context, accountID, userID string, role i
 	var m identity.Membership
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		if err := lockAccount(ctx, tx, accountID); err != nil {
+			return err
+		}
+		if _, err := actorRole(ctx, tx, accountID, by, identity.MinRoleChangeRole); err != nil {
 			return err
 		}
 		var err error
@@ -198,6 +222,10 @@ func (s *Store) ChangeRole(ctx context.Context, accountID, userID string, role i
 func (s *Store) RemoveMember(ctx context.Context, accountID, userID, by string, byRole identity.Role) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		if err := lockAccount(ctx, tx, accountID); err != nil {
+			return err
+		}
+		byRole, err := actorRole(ctx, tx, accountID, by, identity.MinRoleRemove)
+		if err != nil {
 			return err
 		}
 		m, err := member(ctx, tx, accountID, userID)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -70,12 +71,18 @@ func (s *Store) CreateUser(ctx context.Context, in identity.NewUser) (identity.U
 	return u, a, err
 }
 
-// personalName names a personal account after its user.
+// personalName names a personal account after its user. An address may
+// be longer than an account name (254 against 120 characters), so it is
+// cut to fit.
 func personalName(in identity.NewUser) string {
 	if in.DisplayName != "" {
 		return in.DisplayName
 	}
-	return in.Email
+	name := []rune(in.Email)
+	if len(name) > identity.NameMax {
+		name = name[:identity.NameMax]
+	}
+	return string(name)
 }
 
 // insertAccount creates an account and its owner's membership.
@@ -260,15 +267,25 @@ func (s *Store) SetStaff(ctx context.Context, email string, staff bool) error {
 }
 
 // SearchUsers implements identity.Store. The query's LIKE metacharacters
-// are escaped so they match themselves.
+// are escaped so they match themselves. Each side is folded the way its
+// column is: emails are stored lower-cased (NormalizeEmail, all of
+// Unicode); display names are folded by the engine's lower(), which covers
+// all of Unicode on PostgreSQL and ASCII only on SQLite, so the pattern for
+// them is folded to match (a fully folded pattern never matches an
+// unfolded "Ü" on SQLite, and an ASCII-folded one never matches PostgreSQL's
+// "ü").
 func (s *Store) SearchUsers(ctx context.Context, query string, limit int) ([]identity.StaffRecord, error) {
-	pattern := "%" + escapeLike(lower(query)) + "%"
+	emailPattern := "%" + escapeLike(strings.ToLower(query)) + "%"
+	namePattern := emailPattern
+	if s.db.Engine == sqldb.SQLite {
+		namePattern = "%" + escapeLike(lower(query)) + "%"
+	}
 	rows, err := s.db.Query(ctx, `
 		SELECT id, email, display_name, disabled_at, verified_at, created_at
 		FROM users
-		WHERE email LIKE $1 ESCAPE '\' OR lower(display_name) LIKE $1 ESCAPE '\'
+		WHERE email LIKE $1 ESCAPE '\' OR lower(display_name) LIKE $3 ESCAPE '\'
 		ORDER BY email
-		LIMIT $2`, pattern, limit)
+		LIMIT $2`, emailPattern, limit, namePattern)
 	if err != nil {
 		return nil, err
 	}

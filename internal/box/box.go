@@ -1,0 +1,266 @@
+// Package box is the entitlement service's domain: entitlements and their
+// audit trail, capability tokens, releases, approvals and claims, the rules
+// that validate them, the error codes it answers with, and the two ports it
+// depends on (Store for persistence, Identity for the staff and membership
+// checks). It holds no SQL and no HTTP; sqlstore and httpapi adapt it.
+package box
+
+import (
+	"context"
+	"time"
+
+	"github.com/platformco/platform/internal/semver"
+)
+
+// Error codes box answers with. httpapi maps each to one HTTP status.
+const (
+	CodeUnauthenticated     = "unauthenticated"      // 401
+	CodeForbidden           = "forbidden"            // 403
+	CodeNotFound            = "not_found"            // 404
+	CodeConflict            = "conflict"             // 409
+	CodeUnprocessable       = "unprocessable"        // 422
+	CodeUnavailable         = "unavailable"          // 503
+	CodeEntitlementRequired = "entitlement_required" // 403
+	CodeVersionNotGranted   = "version_not_granted"  // 403
+	CodeCapabilityUsed      = "capability_used"      // 410
+	CodeCapabilityExpired   = "capability_expired"   // 410
+)
+
+// Messages of the fixed denials (entitlements.md section 7).
+const (
+	MsgUnauthenticated = "valid bearer token required"
+	MsgForbidden       = "platform staff only"
+	MsgNotFound        = "not found"
+	MsgUnavailable     = "authorization service unavailable"
+)
+
+// Products. kit is the free product a claim grants; the other three are sold.
+const (
+	ProductKit      = "kit"
+	ProductPlatform = "platform"
+	ProductIdentity = "identity"
+	ProductCourier  = "courier"
+)
+
+// Products lists every product in the order messages name them.
+var Products = []string{ProductKit, ProductPlatform, ProductIdentity, ProductCourier}
+
+// IsProduct reports whether p is one of the four products.
+func IsProduct(p string) bool {
+	switch p {
+	case ProductKit, ProductPlatform, ProductIdentity, ProductCourier:
+		return true
+	}
+	return false
+}
+
+// Entitlement statuses. There is no other state: nothing expires a grant.
+const (
+	StatusActive  = "active"
+	StatusRevoked = "revoked"
+)
+
+// Sources box itself writes.
+const (
+	SourceClaim             = "claim"
+	SourceReconciledPayment = "reconciled_payment"
+)
+
+// Entitlement is one account's right to one product, optionally limited to
+// a version range (nil means every version).
+type Entitlement struct {
+	ID           int64
+	AccountID    string
+	Product      string
+	Status       string
+	VersionRange *string
+	Source       *string
+	Reference    *string
+	GrantedBy    string
+	RevokedBy    *string
+	GrantedAt    time.Time
+	RevokedAt    *time.Time
+}
+
+// Range returns the entitlement's version range; a null range is Any. Only
+// validated ranges are stored, so an error means a damaged row.
+func (e Entitlement) Range() (semver.Range, error) {
+	if e.VersionRange == nil {
+		return semver.Any(), nil
+	}
+	return semver.ParseRange(*e.VersionRange)
+}
+
+// NewEntitlement is a validated grant, ready to store.
+type NewEntitlement struct {
+	AccountID    string
+	Product      string
+	VersionRange *string
+	Source       *string
+	Reference    *string
+	GrantedBy    string
+}
+
+// EntitlementFilter selects rows of the operator list. Empty strings do not
+// filter; Before, when positive, continues after the row with that id.
+type EntitlementFilter struct {
+	AccountID string
+	Product   string
+	Status    string
+	Before    int64
+	Limit     int
+}
+
+// Capability is a single-use token bound to (account, artifact, range). The
+// token itself exists only in the response that issues it.
+type Capability struct {
+	Token        string
+	AccountID    string
+	Artifact     string
+	VersionRange *string
+	ExpiresAt    time.Time
+}
+
+// NewCapability is a capability to store: only the token's digest is kept.
+type NewCapability struct {
+	Digest       string
+	AccountID    string
+	Artifact     string
+	VersionRange *string
+	TTL          time.Duration
+}
+
+// Redemption is what a redeemed capability grants.
+type Redemption struct {
+	AccountID    string
+	Artifact     string
+	VersionRange *string
+}
+
+// Release is one published version of a product.
+type Release struct {
+	ID          int64
+	Product     string
+	Version     string
+	Notes       *string
+	PublishedBy string
+	PublishedAt time.Time
+}
+
+// NewRelease is a validated release, ready to store.
+type NewRelease struct {
+	Product     string
+	Version     string
+	Notes       *string
+	PublishedBy string
+}
+
+// ReleaseFilter selects rows of the operator release list.
+type ReleaseFilter struct {
+	Product string
+	Before  int64
+	Limit   int
+}
+
+// Approval records that a member approved a release for their account.
+type Approval struct {
+	ID         int64
+	AccountID  string
+	ReleaseID  int64
+	Product    string
+	Version    string
+	ApprovedBy string
+	CreatedAt  time.Time
+}
+
+// Claim records that a member claimed the free kit for their account.
+type Claim struct {
+	ID            int64
+	AccountID     string
+	Product       string
+	ClaimedBy     string
+	EntitlementID int64
+	CreatedAt     time.Time
+}
+
+// Audit timeline item types.
+const (
+	EventReleasePublished = "release.published"
+	EventApprovalCreated  = "approval.created"
+)
+
+// AuditEvent is one item of an account's timeline. It is never an
+// entitlement event: those are readable only in the database.
+type AuditEvent struct {
+	ID          string
+	Type        string
+	OccurredAt  time.Time
+	ActorUserID string
+	ReleaseID   int64
+	ApprovalID  int64 // zero for release.published
+	Product     string
+	Version     string
+}
+
+// TimelineLimit caps the audit timeline.
+const TimelineLimit = 100
+
+// Store is box's persistence. Every method that changes state runs in one
+// transaction; the database enforces the invariants (one active
+// entitlement per account and product, append-only events, single-use
+// capabilities) however calls interleave.
+type Store interface {
+	// Grant creates an active entitlement and its grant event, or returns
+	// the active row that already exists for (account, product) with
+	// created false and nothing written.
+	Grant(ctx context.Context, e NewEntitlement) (ent Entitlement, created bool, err error)
+	// Revoke revokes the entitlement and writes its revoke event; nothing
+	// else is touched, yet its outstanding capabilities can no longer be
+	// redeemed (RedeemCapability re-checks the entitlement). A revoked row
+	// is returned unchanged with no event. Errors: not_found.
+	Revoke(ctx context.Context, id int64, actor string) (Entitlement, error)
+	// Entitlements lists rows newest first.
+	Entitlements(ctx context.Context, f EntitlementFilter) ([]Entitlement, error)
+	// ActiveEntitlements lists an account's active rows.
+	ActiveEntitlements(ctx context.Context, accountID string) ([]Entitlement, error)
+	// IssueCapability reads the account's active entitlement for the
+	// artifact (nil when none), asks authorize whether it covers the
+	// request, and stores the capability in the same transaction.
+	// Errors: whatever authorize returns.
+	IssueCapability(ctx context.Context, c NewCapability, authorize func(*Entitlement) error) (expiresAt time.Time, err error)
+	// RedeemCapability consumes a capability in one conditional statement.
+	// Errors: not_found, capability_used, capability_expired.
+	RedeemCapability(ctx context.Context, digest string) (Redemption, error)
+	// CreateRelease stores a release. Errors: conflict.
+	CreateRelease(ctx context.Context, r NewRelease) (Release, error)
+	// Releases lists releases newest first.
+	Releases(ctx context.Context, f ReleaseFilter) ([]Release, error)
+	// ReleasesOf lists every release of the products, newest first.
+	ReleasesOf(ctx context.Context, products []string) ([]Release, error)
+	// Approve records an approval of a release after authorize accepts the
+	// account's active entitlement for the release's product (nil when
+	// none), in one transaction. An existing approval of the same release by
+	// the account is returned with created false. Errors: unprocessable
+	// (unknown release), whatever authorize returns.
+	Approve(ctx context.Context, accountID string, releaseID int64, actor string, authorize func(Release, *Entitlement) error) (a Approval, created bool, err error)
+	// Claim grants the free kit to the account with its grant event and claim
+	// record, or returns the active kit row with a nil claim and nothing
+	// written.
+	Claim(ctx context.Context, accountID, userID string) (*Claim, Entitlement, error)
+	// Timeline returns the account's release and approval events.
+	Timeline(ctx context.Context, accountID string, limit int) ([]AuditEvent, error)
+}
+
+// Identity answers who a bearer token belongs to. Every method fails
+// closed: any failure to get a well-formed answer is unavailable, and the
+// failure class is logged by the implementation, never returned.
+type Identity interface {
+	// OperatorMe returns the staff user's id. Errors: unauthenticated,
+	// forbidden, unavailable.
+	OperatorMe(ctx context.Context, token string) (userID string, err error)
+	// AccountRole returns the caller's role in the account. Errors:
+	// unauthenticated, not_found, unavailable.
+	AccountRole(ctx context.Context, token, accountID string) (role string, err error)
+	// Me returns the caller's user id. Errors: unauthenticated, unavailable.
+	Me(ctx context.Context, token string) (userID string, err error)
+}

@@ -1,0 +1,447 @@
+package box
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/semver"
+)
+
+// DefaultCapabilityTTL is how long an issued capability can be redeemed.
+const DefaultCapabilityTTL = 5 * time.Minute
+
+// capabilityPrefix marks box capability tokens so a leaked one is
+// recognisable in secret scanners.
+const capabilityPrefix = "boxcap_"
+
+// Service is box's application logic. Its methods take a Staff or a Member,
+// which only the identity checks below produce, so no operation can run
+// without the round trip that authorizes it.
+type Service struct {
+	store         Store
+	identity      Identity
+	capabilityTTL time.Duration
+	random        io.Reader
+}
+
+// NewService returns a service over store and identity; capabilities live
+// for capabilityTTL (DefaultCapabilityTTL when zero).
+func NewService(store Store, identity Identity, capabilityTTL time.Duration) *Service {
+	if capabilityTTL <= 0 {
+		capabilityTTL = DefaultCapabilityTTL
+	}
+	return &Service{store: store, identity: identity, capabilityTTL: capabilityTTL, random: rand.Reader}
+}
+
+// Staff is a caller identity confirmed as platform staff.
+type Staff struct{ userID string }
+
+// UserID is the staff member's identity user id.
+func (s Staff) UserID() string { return s.userID }
+
+// Member is a caller confirmed as a member of one account.
+type Member struct {
+	accountID string
+	role      string
+	userID    string
+}
+
+// AccountID is the account the membership was checked for (lower case).
+func (m Member) AccountID() string { return m.accountID }
+
+// Role is the caller's role in the account, as identity reported it.
+func (m Member) Role() string { return m.role }
+
+// UserID is the caller's user id; empty unless MemberUser resolved it.
+func (m Member) UserID() string { return m.userID }
+
+func unauthenticated() error { return errs.New(CodeUnauthenticated, MsgUnauthenticated) }
+func notFound() error        { return errs.New(CodeNotFound, MsgNotFound) }
+
+// Staff checks with identity that token belongs to platform staff.
+// Errors: unauthenticated, forbidden, unavailable.
+func (s *Service) Staff(ctx context.Context, token string) (Staff, error) {
+	if token == "" {
+		return Staff{}, unauthenticated()
+	}
+	id, err := s.identity.OperatorMe(ctx, token)
+	if err != nil {
+		return Staff{}, err
+	}
+	return Staff{userID: id}, nil
+}
+
+// Member checks with identity that token belongs to a member of accountID.
+// A malformed account id names no account and is not sent to identity.
+// Errors: unauthenticated, not_found, unavailable.
+func (s *Service) Member(ctx context.Context, token, accountID string) (Member, error) {
+	if token == "" {
+		return Member{}, unauthenticated()
+	}
+	if !IsUUID(accountID) {
+		return Member{}, notFound()
+	}
+	id := toLower(accountID)
+	role, err := s.identity.AccountRole(ctx, token, id)
+	if err != nil {
+		return Member{}, err
+	}
+	return Member{accountID: id, role: role}, nil
+}
+
+// MemberUser is Member plus the caller's user id, for the operations that
+// record who acted. Errors: unauthenticated, not_found, unavailable.
+func (s *Service) MemberUser(ctx context.Context, token, accountID string) (Member, error) {
+	m, err := s.Member(ctx, token, accountID)
+	if err != nil {
+		return Member{}, err
+	}
+	if m.userID, err = s.identity.Me(ctx, token); err != nil {
+		return Member{}, err
+	}
+	return m, nil
+}
+
+func toLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// GrantInput is the body of an operator grant; nil means absent.
+type GrantInput struct {
+	AccountID    *string
+	Product      *string
+	VersionRange *string
+	Source       *string
+	Reference    *string
+}
+
+// Grant creates an active entitlement with its grant event. When the
+// account already holds an active row for the product, it returns that row
+// with created false and writes nothing, also when the database's unique
+// index settles a race. Errors: unprocessable.
+func (s *Service) Grant(ctx context.Context, staff Staff, in GrantInput) (ent Entitlement, created bool, err error) {
+	var p problems
+	ne := NewEntitlement{
+		AccountID: p.accountID("account_id", in.AccountID),
+		Product:   p.product("product", in.Product, ProductKit),
+		GrantedBy: staff.userID,
+	}
+	_, ne.VersionRange = p.versionRange("version_range", in.VersionRange)
+	ne.Source = p.text("source", in.Source, maxSourceLen, false)
+	ne.Reference = p.text("reference", in.Reference, maxReferenceLen, false)
+	if err := p.err(); err != nil {
+		return Entitlement{}, false, err
+	}
+	return s.store.Grant(ctx, ne)
+}
+
+// Revoke revokes the entitlement with the decimal id; revoking a revoked
+// row returns it unchanged and writes nothing. Errors: not_found (also for
+// an id that is not a positive integer).
+func (s *Service) Revoke(ctx context.Context, staff Staff, id string) (Entitlement, error) {
+	n, ok := parseID(id)
+	if !ok {
+		return Entitlement{}, notFound()
+	}
+	return s.store.Revoke(ctx, n, staff.userID)
+}
+
+// ListQuery is the operator list's query string.
+type ListQuery struct {
+	AccountID, Product, Status, Cursor, Limit string
+}
+
+// EntitlementPage is one page of the operator list. NextCursor is empty on
+// the last page.
+type EntitlementPage struct {
+	Entitlements []Entitlement
+	NextCursor   string
+}
+
+// List lists entitlements newest first. Errors: unprocessable.
+func (s *Service) List(ctx context.Context, staff Staff, q ListQuery) (EntitlementPage, error) {
+	var p problems
+	f := EntitlementFilter{
+		Product: p.enum("product", q.Product, Products...),
+		Status:  p.enum("status", q.Status, StatusActive, StatusRevoked),
+		Before:  p.cursor(q.Cursor),
+		Limit:   p.limit(q.Limit),
+	}
+	if q.AccountID != "" {
+		f.AccountID = p.accountID("account_id", &q.AccountID)
+	}
+	if err := p.err(); err != nil {
+		return EntitlementPage{}, err
+	}
+	f.Limit++ // one more than a page tells whether another page exists
+	rows, err := s.store.Entitlements(ctx, f)
+	if err != nil {
+		return EntitlementPage{}, err
+	}
+	page := EntitlementPage{Entitlements: rows}
+	if len(rows) == f.Limit {
+		page.Entitlements = rows[:f.Limit-1]
+		page.NextCursor = encodeCursor(page.Entitlements[len(page.Entitlements)-1].ID)
+	}
+	return page, nil
+}
+
+// CustomerEntitlements lists what a member may see of the account's
+// entitlements: active kit rows only.
+func (s *Service) CustomerEntitlements(ctx context.Context, m Member) ([]Entitlement, error) {
+	rows, err := s.store.ActiveEntitlements(ctx, m.accountID)
+	if err != nil {
+		return nil, err
+	}
+	out := []Entitlement{}
+	for _, e := range rows {
+		if e.Product == ProductKit && e.Status == StatusActive {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// describe names a range in a denial message.
+func describe(r semver.Range) string {
+	if r.IsAny() {
+		return "(every version)"
+	}
+	return strconv.Quote(r.String())
+}
+
+// Authorize is the one coverage rule of artifact checks, release listings
+// and approvals: the account needs an active entitlement for the product
+// whose range admits every version the request admits.
+// Errors: entitlement_required, version_not_granted, and an internal error
+// for a stored range that no longer parses.
+func Authorize(product string, requested semver.Range, e *Entitlement) error {
+	if e == nil || e.Status != StatusActive || e.Product != product {
+		return errs.New(CodeEntitlementRequired, "the account holds no active entitlement for "+product)
+	}
+	granted, err := e.Range()
+	if err != nil {
+		// A range box cannot read admits nothing: fail closed, loudly.
+		return fmt.Errorf("entitlement %d has an unreadable version_range: %w", e.ID, err)
+	}
+	if !granted.Covers(requested) {
+		return errs.New(CodeVersionNotGranted, fmt.Sprintf(
+			"the requested version range %s of %s is not covered by the granted range %s",
+			describe(requested), product, describe(granted)))
+	}
+	return nil
+}
+
+// FetchInput is the body of an artifact check.
+type FetchInput struct {
+	Artifact     *string
+	VersionRange *string
+}
+
+// FetchArtifact checks that the account holds the artifact at the requested
+// range and issues a single-use capability bound to (account, artifact,
+// range). Errors: unprocessable, entitlement_required, version_not_granted.
+func (s *Service) FetchArtifact(ctx context.Context, m Member, in FetchInput) (Capability, error) {
+	var p problems
+	artifact := p.product("artifact", in.Artifact, "")
+	requested, rangeText := p.versionRange("version_range", in.VersionRange)
+	if err := p.err(); err != nil {
+		return Capability{}, err
+	}
+	token, digest, err := s.newToken()
+	if err != nil {
+		return Capability{}, err
+	}
+	nc := NewCapability{Digest: digest, AccountID: m.accountID, Artifact: artifact, VersionRange: rangeText, TTL: s.capabilityTTL}
+	expires, err := s.store.IssueCapability(ctx, nc, func(e *Entitlement) error {
+		return Authorize(artifact, requested, e)
+	})
+	if err != nil {
+		return Capability{}, err
+	}
+	return Capability{Token: token, AccountID: m.accountID, Artifact: artifact, VersionRange: rangeText, ExpiresAt: expires}, nil
+}
+
+func (s *Service) newToken() (token, digest string, err error) {
+	b := make([]byte, 32)
+	if _, err := io.ReadFull(s.random, b); err != nil {
+		return "", "", fmt.Errorf("capability token: %w", err)
+	}
+	token = capabilityPrefix + base64.RawURLEncoding.EncodeToString(b)
+	return token, TokenDigest(token), nil
+}
+
+// TokenDigest is what the store keeps of a capability token: its SHA-256,
+// hex-encoded. The token has 256 random bits, so a fast hash is enough.
+func TokenDigest(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// Redeem consumes a capability token. It needs no caller identity: the
+// token is the credential. Errors: unprocessable (no token), not_found,
+// capability_used, capability_expired.
+func (s *Service) Redeem(ctx context.Context, token *string) (Redemption, error) {
+	if blank(token) {
+		var p problems
+		p.add("token", "required", "is required")
+		return Redemption{}, p.err()
+	}
+	return s.store.RedeemCapability(ctx, TokenDigest(*token))
+}
+
+// ReleaseInput is the body of a release publication.
+type ReleaseInput struct {
+	Product *string
+	Version *string
+	Notes   *string
+}
+
+// PublishRelease records a release. Errors: unprocessable, conflict.
+func (s *Service) PublishRelease(ctx context.Context, staff Staff, in ReleaseInput) (Release, error) {
+	var p problems
+	nr := NewRelease{
+		Product:     p.product("product", in.Product, ""),
+		Notes:       p.text("notes", in.Notes, maxNotesLen, true),
+		PublishedBy: staff.userID,
+	}
+	if blank(in.Version) {
+		p.add("version", "required", "is required")
+	} else if v, err := semver.ParseVersion(*in.Version); err != nil {
+		p.add("version", "semver", "must be a version X.Y.Z")
+	} else {
+		nr.Version = v.String()
+	}
+	if err := p.err(); err != nil {
+		return Release{}, err
+	}
+	return s.store.CreateRelease(ctx, nr)
+}
+
+// ReleaseQuery is the operator release list's query string.
+type ReleaseQuery struct {
+	Product, Cursor, Limit string
+}
+
+// ReleasePage is one page of the operator release list.
+type ReleasePage struct {
+	Releases   []Release
+	NextCursor string
+}
+
+// Releases lists releases newest first. Errors: unprocessable.
+func (s *Service) Releases(ctx context.Context, staff Staff, q ReleaseQuery) (ReleasePage, error) {
+	var p problems
+	f := ReleaseFilter{
+		Product: p.enum("product", q.Product, Products...),
+		Before:  p.cursor(q.Cursor),
+		Limit:   p.limit(q.Limit),
+	}
+	if err := p.err(); err != nil {
+		return ReleasePage{}, err
+	}
+	f.Limit++
+	rows, err := s.store.Releases(ctx, f)
+	if err != nil {
+		return ReleasePage{}, err
+	}
+	page := ReleasePage{Releases: rows}
+	if len(rows) == f.Limit {
+		page.Releases = rows[:f.Limit-1]
+		page.NextCursor = encodeCursor(page.Releases[len(page.Releases)-1].ID)
+	}
+	return page, nil
+}
+
+// releaseRange is the exact range of one release version.
+func releaseRange(r Release) (semver.Range, error) {
+	return semver.ParseRange(r.Version)
+}
+
+// AccountReleases lists, newest first, the releases the account's active
+// entitlements cover, by the rule of Authorize.
+func (s *Service) AccountReleases(ctx context.Context, m Member) ([]Release, error) {
+	ents, err := s.store.ActiveEntitlements(ctx, m.accountID)
+	if err != nil {
+		return nil, err
+	}
+	byProduct := make(map[string]*Entitlement, len(ents))
+	products := make([]string, 0, len(ents))
+	for i := range ents {
+		byProduct[ents[i].Product] = &ents[i]
+		products = append(products, ents[i].Product)
+	}
+	out := []Release{}
+	if len(products) == 0 {
+		return out, nil
+	}
+	rels, err := s.store.ReleasesOf(ctx, products)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rels {
+		rr, err := releaseRange(r)
+		if err != nil {
+			continue
+		}
+		if Authorize(r.Product, rr, byProduct[r.Product]) == nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// ApproveInput is the body of an approval.
+type ApproveInput struct {
+	ReleaseID *int64
+}
+
+// Approve records the member's approval of a release the account's active
+// entitlement covers; approving the same release again returns the first
+// approval with created false. m must come from MemberUser.
+// Errors: unprocessable, entitlement_required, version_not_granted.
+func (s *Service) Approve(ctx context.Context, m Member, in ApproveInput) (Approval, bool, error) {
+	if in.ReleaseID == nil || *in.ReleaseID <= 0 {
+		var p problems
+		if in.ReleaseID == nil {
+			p.add("release_id", "required", "is required")
+		} else {
+			p.add("release_id", "positive", "must be a positive integer")
+		}
+		return Approval{}, false, p.err()
+	}
+	return s.store.Approve(ctx, m.accountID, *in.ReleaseID, m.userID, func(r Release, e *Entitlement) error {
+		rr, err := releaseRange(r)
+		if err != nil {
+			return fmt.Errorf("stored release %d has version %q: %w", r.ID, r.Version, err)
+		}
+		return Authorize(r.Product, rr, e)
+	})
+}
+
+// Claim grants the account the free kit, attributed to the claimant, or
+// returns the active kit row with a nil claim when one exists. m must come
+// from MemberUser.
+func (s *Service) Claim(ctx context.Context, m Member) (*Claim, Entitlement, error) {
+	return s.store.Claim(ctx, m.accountID, m.userID)
+}
+
+// Timeline returns the account's audit timeline: releases of the products
+// it holds and its approvals, newest first, at most TimelineLimit.
+func (s *Service) Timeline(ctx context.Context, m Member) ([]AuditEvent, error) {
+	return s.store.Timeline(ctx, m.accountID, TimelineLimit)
+}

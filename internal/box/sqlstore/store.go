@@ -1,0 +1,452 @@
+// Package sqlstore is box's persistence on PostgreSQL and SQLite: all of
+// box's SQL, in one place, written once for both engines through sqldb.
+// The schema (migrations/) carries the invariants: a partial unique index
+// allows one active entitlement per (account, product), triggers keep
+// entitlement_events append-only and an entitlement's grant fixed, and
+// restricting foreign keys keep any entitlement that has events.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/platformco/platform/internal/box"
+	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/sqldb"
+)
+
+// Store implements box.Store over a sqldb.DB.
+type Store struct {
+	db *sqldb.DB
+}
+
+var _ box.Store = (*Store)(nil)
+
+// New returns a store over db, whose schema Migrations must have created.
+func New(db *sqldb.DB) *Store { return &Store{db: db} }
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+const entitlementCols = `id, account_id, product, status, version_range, source, reference,
+	granted_by, revoked_by, granted_at, revoked_at`
+
+func scanEntitlement(s scanner) (box.Entitlement, error) {
+	var e box.Entitlement
+	var revokedAt nullTime
+	err := s.Scan(&e.ID, &e.AccountID, &e.Product, &e.Status, &e.VersionRange, &e.Source, &e.Reference,
+		&e.GrantedBy, &e.RevokedBy, (*timeValue)(&e.GrantedAt), &revokedAt)
+	e.RevokedAt = revokedAt.ptr()
+	return e, err
+}
+
+// shareLock locks the entitlement a capability or approval is being issued
+// under until the transaction ends, so a concurrent revoke waits for it and
+// then what it issued can no longer be redeemed. SQLite's transactions already hold the write
+// lock.
+func shareLock(tx *sqldb.Tx) string {
+	if tx.DB().Engine == sqldb.Postgres {
+		return " FOR SHARE"
+	}
+	return ""
+}
+
+// Grant implements box.Store.
+func (s *Store) Grant(ctx context.Context, ne box.NewEntitlement) (ent box.Entitlement, created bool, err error) {
+	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		ent, created, err = grant(ctx, tx, ne)
+		return err
+	})
+	return ent, created, err
+}
+
+// grantAttempts bounds the retries of a grant that finds an active row gone
+// (revoked) between its insert and its read: each retry means another
+// transaction made progress.
+const grantAttempts = 5
+
+// grant inserts an active entitlement and its grant event. The insert does
+// nothing when the partial unique index already holds an active row, so a
+// duplicate never raises an error that would abort the transaction; the
+// existing row is then read and returned with created false.
+func grant(ctx context.Context, tx *sqldb.Tx, ne box.NewEntitlement) (box.Entitlement, bool, error) {
+	for range grantAttempts {
+		ent, err := scanEntitlement(tx.QueryRow(ctx, `
+			INSERT INTO entitlements (account_id, product, status, version_range, source, reference, granted_by, granted_at)
+			VALUES ($1, $2, 'active', $3, $4, $5, $6, $7)
+			ON CONFLICT (account_id, product) WHERE status = 'active' DO NOTHING
+			RETURNING `+entitlementCols,
+			ne.AccountID, ne.Product, ne.VersionRange, ne.Source, ne.Reference, ne.GrantedBy, tx.Now))
+		if err == nil {
+			if err := appendEvent(ctx, tx, ent.ID, "grant", ne.GrantedBy); err != nil {
+				return box.Entitlement{}, false, err
+			}
+			return ent, true, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return box.Entitlement{}, false, fmt.Errorf("insert entitlement: %w", err)
+		}
+		existing, err := activeEntitlement(ctx, tx, ne.AccountID, ne.Product, "")
+		if err != nil {
+			return box.Entitlement{}, false, err
+		}
+		if existing != nil {
+			return *existing, false, nil
+		}
+	}
+	return box.Entitlement{}, false, fmt.Errorf("grant %s/%s: the active row changed on every attempt", ne.AccountID, ne.Product)
+}
+
+func appendEvent(ctx context.Context, tx *sqldb.Tx, entitlementID int64, action, actor string) error {
+	_, err := tx.Exec(ctx, `
+		INSERT INTO entitlement_events (entitlement_id, action, actor_user_id, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $4)`, entitlementID, action, actor, tx.Now)
+	if err != nil {
+		return fmt.Errorf("insert %s event: %w", action, err)
+	}
+	return nil
+}
+
+// activeEntitlement returns the account's active row for product, or nil.
+func activeEntitlement(ctx context.Context, tx *sqldb.Tx, accountID, product, lock string) (*box.Entitlement, error) {
+	e, err := scanEntitlement(tx.QueryRow(ctx, `SELECT `+entitlementCols+` FROM entitlements
+		WHERE account_id = $1 AND product = $2 AND status = 'active'`+lock, accountID, product))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read active entitlement: %w", err)
+	}
+	return &e, nil
+}
+
+// Revoke implements box.Store.
+func (s *Store) Revoke(ctx context.Context, id int64, actor string) (ent box.Entitlement, err error) {
+	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		ent, err = scanEntitlement(tx.QueryRow(ctx, `
+			UPDATE entitlements SET status = 'revoked', revoked_by = $2, revoked_at = $3
+			WHERE id = $1 AND status = 'active'
+			RETURNING `+entitlementCols, id, actor, tx.Now))
+		switch {
+		case err == nil:
+			// Revoking changes this one row and writes one event
+			// (entitlements.md 4.3); its outstanding capabilities are void
+			// because redeeming re-checks the entitlement in the same
+			// statement that consumes them.
+			return appendEvent(ctx, tx, id, "revoke", actor)
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("revoke entitlement: %w", err)
+		}
+		ent, err = scanEntitlement(tx.QueryRow(ctx, `SELECT `+entitlementCols+` FROM entitlements WHERE id = $1`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return errs.New(box.CodeNotFound, box.MsgNotFound)
+		}
+		return err
+	})
+	return ent, err
+}
+
+// where builds a conjunction of conditions with numbered placeholders.
+type where struct {
+	conds []string
+	args  []any
+}
+
+func (w *where) add(cond string, arg any) {
+	w.args = append(w.args, arg)
+	w.conds = append(w.conds, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(w.args))))
+}
+
+func (w *where) sql() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+func (w *where) next() string { return "$" + strconv.Itoa(len(w.args)+1) }
+
+// Entitlements implements box.Store.
+func (s *Store) Entitlements(ctx context.Context, f box.EntitlementFilter) ([]box.Entitlement, error) {
+	var w where
+	if f.AccountID != "" {
+		w.add("account_id = $?", f.AccountID)
+	}
+	if f.Product != "" {
+		w.add("product = $?", f.Product)
+	}
+	if f.Status != "" {
+		w.add("status = $?", f.Status)
+	}
+	if f.Before > 0 {
+		w.add("id < $?", f.Before)
+	}
+	q := `SELECT ` + entitlementCols + ` FROM entitlements` + w.sql() + ` ORDER BY id DESC LIMIT ` + w.next()
+	return s.queryEntitlements(ctx, q, append(w.args, f.Limit)...)
+}
+
+// ActiveEntitlements implements box.Store.
+func (s *Store) ActiveEntitlements(ctx context.Context, accountID string) ([]box.Entitlement, error) {
+	return s.queryEntitlements(ctx, `SELECT `+entitlementCols+` FROM entitlements
+		WHERE account_id = $1 AND status = 'active' ORDER BY id`, accountID)
+}
+
+func (s *Store) queryEntitlements(ctx context.Context, q string, args ...any) ([]box.Entitlement, error) {
+	rows, err := s.db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list entitlements: %w", err)
+	}
+	defer rows.Close()
+	out := []box.Entitlement{}
+	for rows.Next() {
+		e, err := scanEntitlement(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan entitlement: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// IssueCapability implements box.Store.
+func (s *Store) IssueCapability(ctx context.Context, c box.NewCapability, authorize func(*box.Entitlement) error) (expires time.Time, err error) {
+	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		ent, err := activeEntitlement(ctx, tx, c.AccountID, c.Artifact, shareLock(tx))
+		if err != nil {
+			return err
+		}
+		if err := authorize(ent); err != nil {
+			return err
+		}
+		expires = sqldb.Timestamp(tx.Now.Add(c.TTL))
+		_, err = tx.Exec(ctx, `
+			INSERT INTO capabilities (token_digest, entitlement_id, account_id, artifact, version_range, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			c.Digest, ent.ID, c.AccountID, c.Artifact, c.VersionRange, tx.Now, expires)
+		if err != nil {
+			return fmt.Errorf("insert capability: %w", err)
+		}
+		return nil
+	})
+	return expires, err
+}
+
+// RedeemCapability implements box.Store. The one UPDATE is the whole
+// decision: it consumes the capability only while it is unredeemed,
+// unexpired and its entitlement is still active, so of any number
+// of concurrent redemptions exactly one matches. The read that follows a
+// miss only explains it.
+func (s *Store) RedeemCapability(ctx context.Context, digest string) (red box.Redemption, err error) {
+	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		err := tx.QueryRow(ctx, `
+			UPDATE capabilities SET redeemed_at = $2
+			WHERE token_digest = $1 AND redeemed_at IS NULL AND expires_at > $2
+			  AND EXISTS (SELECT 1 FROM entitlements e
+			              WHERE e.id = capabilities.entitlement_id AND e.status = 'active')
+			RETURNING account_id, artifact, version_range`, digest, tx.Now).
+			Scan(&red.AccountID, &red.Artifact, &red.VersionRange)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var redeemed nullTime
+		var expiresAt time.Time
+		var status string
+		err = tx.QueryRow(ctx, `
+			SELECT c.redeemed_at, c.expires_at, e.status
+			FROM capabilities c JOIN entitlements e ON e.id = c.entitlement_id
+			WHERE c.token_digest = $1`, digest).Scan(&redeemed, (*timeValue)(&expiresAt), &status)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return errs.New(box.CodeNotFound, box.MsgNotFound)
+		case err != nil:
+			return fmt.Errorf("read capability: %w", err)
+		case redeemed.valid:
+			return errs.New(box.CodeCapabilityUsed, "the capability has already been redeemed")
+		case status != box.StatusActive:
+			return errs.New(box.CodeCapabilityExpired, "the capability was withdrawn: its entitlement has been revoked")
+		default:
+			return errs.New(box.CodeCapabilityExpired, "the capability has expired")
+		}
+	})
+	return red, err
+}
+
+const releaseCols = `id, product, version, notes, published_by, published_at`
+
+func scanRelease(s scanner) (box.Release, error) {
+	var r box.Release
+	err := s.Scan(&r.ID, &r.Product, &r.Version, &r.Notes, &r.PublishedBy, (*timeValue)(&r.PublishedAt))
+	return r, err
+}
+
+// CreateRelease implements box.Store.
+func (s *Store) CreateRelease(ctx context.Context, nr box.NewRelease) (rel box.Release, err error) {
+	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		rel, err = scanRelease(tx.QueryRow(ctx, `
+			INSERT INTO releases (product, version, notes, published_by, published_at)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (product, version) DO NOTHING
+			RETURNING `+releaseCols, nr.Product, nr.Version, nr.Notes, nr.PublishedBy, tx.Now))
+		if errors.Is(err, sql.ErrNoRows) {
+			return errs.New(box.CodeConflict, "release "+nr.Product+" "+nr.Version+" already exists")
+		}
+		return err
+	})
+	return rel, err
+}
+
+// Releases implements box.Store.
+func (s *Store) Releases(ctx context.Context, f box.ReleaseFilter) ([]box.Release, error) {
+	var w where
+	if f.Product != "" {
+		w.add("product = $?", f.Product)
+	}
+	if f.Before > 0 {
+		w.add("id < $?", f.Before)
+	}
+	q := `SELECT ` + releaseCols + ` FROM releases` + w.sql() + ` ORDER BY id DESC LIMIT ` + w.next()
+	return s.queryReleases(ctx, q, append(w.args, f.Limit)...)
+}
+
+// ReleasesOf implements box.Store.
+func (s *Store) ReleasesOf(ctx context.Context, products []string) ([]box.Release, error) {
+	if len(products) == 0 {
+		return []box.Release{}, nil
+	}
+	marks := make([]string, len(products))
+	args := make([]any, len(products))
+	for i, p := range products {
+		marks[i] = "$" + strconv.Itoa(i+1)
+		args[i] = p
+	}
+	return s.queryReleases(ctx, `SELECT `+releaseCols+` FROM releases
+		WHERE product IN (`+strings.Join(marks, ", ")+`) ORDER BY id DESC`, args...)
+}
+
+func (s *Store) queryReleases(ctx context.Context, q string, args ...any) ([]box.Release, error) {
+	rows, err := s.db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list releases: %w", err)
+	}
+	defer rows.Close()
+	out := []box.Release{}
+	for rows.Next() {
+		r, err := scanRelease(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan release: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Approve implements box.Store.
+func (s *Store) Approve(ctx context.Context, accountID string, releaseID int64, actor string,
+	authorize func(box.Release, *box.Entitlement) error) (a box.Approval, created bool, err error) {
+	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		rel, err := scanRelease(tx.QueryRow(ctx, `SELECT `+releaseCols+` FROM releases WHERE id = $1`, releaseID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return &errs.Error{Code: box.CodeUnprocessable, Message: "release_id names no release",
+				Fields: []errs.FieldError{{Field: "release_id", Code: "unknown"}}}
+		}
+		if err != nil {
+			return fmt.Errorf("read release: %w", err)
+		}
+		ent, err := activeEntitlement(ctx, tx, accountID, rel.Product, shareLock(tx))
+		if err != nil {
+			return err
+		}
+		if err := authorize(rel, ent); err != nil {
+			return err
+		}
+		a = box.Approval{AccountID: accountID, ReleaseID: rel.ID, Product: rel.Product, Version: rel.Version}
+		err = tx.QueryRow(ctx, `
+			INSERT INTO approvals (account_id, release_id, approved_by, created_at)
+			VALUES ($1, $2, $3, $4)
+			ON CONFLICT (account_id, release_id) DO NOTHING
+			RETURNING id, approved_by, created_at`, accountID, rel.ID, actor, tx.Now).
+			Scan(&a.ID, &a.ApprovedBy, (*timeValue)(&a.CreatedAt))
+		if err == nil {
+			created = true
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("insert approval: %w", err)
+		}
+		err = tx.QueryRow(ctx, `SELECT id, approved_by, created_at FROM approvals
+			WHERE account_id = $1 AND release_id = $2`, accountID, rel.ID).
+			Scan(&a.ID, &a.ApprovedBy, (*timeValue)(&a.CreatedAt))
+		if err != nil {
+			return fmt.Errorf("read approval: %w", err)
+		}
+		return nil
+	})
+	return a, created, err
+}
+
+// Claim implements box.Store.
+func (s *Store) Claim(ctx context.Context, accountID, userID string) (claim *box.Claim, ent box.Entitlement, err error) {
+	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		source := box.SourceClaim
+		var created bool
+		ent, created, err = grant(ctx, tx, box.NewEntitlement{
+			AccountID: accountID, Product: box.ProductKit, Source: &source, GrantedBy: userID,
+		})
+		if err != nil || !created {
+			return err
+		}
+		c := box.Claim{AccountID: accountID, Product: box.ProductKit, ClaimedBy: userID, EntitlementID: ent.ID, CreatedAt: tx.Now}
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO claims (account_id, product, claimed_by, entitlement_id, created_at)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+			c.AccountID, c.Product, c.ClaimedBy, c.EntitlementID, tx.Now).Scan(&c.ID); err != nil {
+			return fmt.Errorf("insert claim: %w", err)
+		}
+		claim = &c
+		return nil
+	})
+	return claim, ent, err
+}
+
+// Timeline implements box.Store. Release events are listed for the products
+// the account holds now; entitlement events never appear.
+func (s *Store) Timeline(ctx context.Context, accountID string, limit int) ([]box.AuditEvent, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT kind, release_id, approval_id, occurred_at, actor, product, version FROM (
+			SELECT 'release.published' AS kind, r.id AS release_id, 0 AS approval_id,
+			       r.published_at AS occurred_at, r.published_by AS actor, r.product, r.version
+			FROM releases r
+			WHERE r.product IN (SELECT e.product FROM entitlements e
+			                    WHERE e.account_id = $1 AND e.status = 'active')
+			UNION ALL
+			SELECT 'approval.created', a.release_id, a.id, a.created_at, a.approved_by, r.product, r.version
+			FROM approvals a JOIN releases r ON r.id = a.release_id
+			WHERE a.account_id = $1
+		) t
+		ORDER BY occurred_at DESC, approval_id DESC, release_id DESC
+		LIMIT $2`, accountID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("timeline: %w", err)
+	}
+	defer rows.Close()
+	out := []box.AuditEvent{}
+	for rows.Next() {
+		var ev box.AuditEvent
+		if err := rows.Scan(&ev.Type, &ev.ReleaseID, &ev.ApprovalID, (*timeValue)(&ev.OccurredAt),
+			&ev.ActorUserID, &ev.Product, &ev.Version); err != nil {
+			return nil, fmt.Errorf("scan timeline: %w", err)
+		}
+		if ev.Type == box.EventApprovalCreated {
+			ev.ID = "approval-" + strconv.FormatInt(ev.ApprovalID, 10)
+		} else {
+			ev.ID = "release-" + strconv.FormatInt(ev.ReleaseID, 10)
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,387 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/platformco/platform/internal/events"
+	"github.com/platformco/platform/internal/events/eventstest"
+	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/sqldb/sqltest"
+)
+
+// logSink collects log records so a test can see the alerts.
+type logSink struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
+func (s *logSink) Handle(_ context.Context, r slog.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records = append(s.records, r)
+	return nil
+}
+func (s *logSink) WithAttrs([]slog.Attr) slog.Handler { return s }
+func (s *logSink) WithGroup(string) slog.Handler      { return s }
+
+func (s *logSink) alerts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.records {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "alert" && a.Value.Bool() {
+				n++
+			}
+			return true
+		})
+	}
+	return n
+}
+
+// openDB gives the consumer a database with its tables and a table of the
+// handler's own work, whose primary key would refuse a second application.
+func openDB(t *testing.T, engine sqldb.Engine) *sqldb.DB {
+	t.Helper()
+	db := sqltest.Open(t, engine, nil)
+	ctx := context.Background()
+	if _, err := Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Migrate(ctx, db); err != nil || n != 0 {
+		t.Fatalf("second Migrate: applied %d, %v", n, err)
+	}
+	if pending, err := Pending(ctx, db); err != nil || pending {
+		t.Fatalf("Pending after Migrate: %v %v", pending, err)
+	}
+	if _, err := db.Exec(ctx, `CREATE TABLE applied (event_id TEXT NOT NULL, applications INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func envelope(typ string) events.Envelope {
+	return events.Envelope{
+		SpecVersion: events.SpecVersion, ID: uuid.NewString(), Type: typ, Source: "identity",
+		Subject: uuid.NewString(), Time: time.Now().UTC(), Data: []byte(`{}`),
+	}
+}
+
+func publish(t *testing.T, js jetstream.JetStream, b *eventstest.Broker, e events.Envelope, msgID string) {
+	t.Helper()
+	body, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishRaw(t, js, b.Stream.Subject(e.Type), body, msgID)
+}
+
+func publishRaw(t *testing.T, js jetstream.JetStream, subject string, body []byte, msgID string) {
+	t.Helper()
+	var opts []jetstream.PublishOpt
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	if _, err := js.Publish(context.Background(), subject, body, opts...); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+}
+
+// recordingHandler writes one row of its own per application.
+func recordingHandler(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
+	_, err := tx.Exec(ctx, `INSERT INTO applied (event_id, applications) VALUES ($1, 1)`, e.ID)
+	return err
+}
+
+func applications(t *testing.T, db *sqldb.DB, id string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(context.Background(), `SELECT count(*) FROM applied WHERE event_id = $1`, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func count(t *testing.T, db *sqldb.DB, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func run(t *testing.T, c *Consumer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func newConsumer(t *testing.T, db *sqldb.DB, js jetstream.JetStream, b *eventstest.Broker, cfg Config, h Handler, log slog.Handler) *Consumer {
+	t.Helper()
+	cfg.Stream = b.Stream
+	if cfg.Name == "" {
+		cfg.Name = "test-consumer"
+	}
+	if log == nil {
+		log = slog.NewTextHandler(io.Discard, nil)
+	}
+	c, err := New(context.Background(), db, js, cfg, h, slog.New(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The same envelope reaching the consumer several times (three copies in
+// the stream, as a publisher's retry outside the duplicate window leaves,
+// and a redelivery after a lost ack) is applied once.
+func TestDuplicatesAppliedOnce(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		eventstest.Each(t, func(t *testing.T, b *eventstest.Broker) {
+			db := openDB(t, engine)
+			_, js := eventstest.Connect(t, b)
+			eventstest.EnsureStream(t, js, b)
+
+			dup := envelope("identity.account.updated")
+			lostAck := envelope("identity.account.updated")
+			last := envelope("identity.account.deleted")
+			for i := 0; i < 3; i++ {
+				publish(t, js, b, dup, uuid.NewString()) // distinct message ids defeat the broker's dedupe
+			}
+			publish(t, js, b, lostAck, lostAck.ID)
+			publish(t, js, b, last, last.ID)
+
+			var mu sync.Mutex
+			calls := map[string]int{}
+			h := func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
+				mu.Lock()
+				calls[e.ID]++
+				mu.Unlock()
+				return recordingHandler(ctx, tx, e)
+			}
+			skipped := false
+			cfg := Config{Backoff: []time.Duration{300 * time.Millisecond}}
+			cfg.skipAck = func(e events.Envelope) bool {
+				if e.ID == lostAck.ID && !skipped {
+					skipped = true
+					return true
+				}
+				return false
+			}
+			run(t, newConsumer(t, db, js, b, cfg, h, nil))
+
+			eventstest.Eventually(t, 20*time.Second, "every event applied", func() bool {
+				return applications(t, db, last.ID) == 1 && applications(t, db, lostAck.ID) == 1
+			})
+			// The lost ack's redelivery comes after the back-off; wait until the
+			// server has no delivery of it outstanding.
+			eventstest.Eventually(t, 20*time.Second, "nothing pending", func() bool {
+				info, err := js.Consumer(context.Background(), b.Stream.Name, "test-consumer")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ci, err := info.Info(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ci.NumAckPending == 0 && ci.NumPending == 0 && ci.NumRedelivered == 0
+			})
+			for _, e := range []events.Envelope{dup, lostAck, last} {
+				if n := applications(t, db, e.ID); n != 1 {
+					t.Errorf("event %s applied %d times, want once", e.ID, n)
+				}
+				if n := count(t, db, `SELECT count(*) FROM consumed_events WHERE event_id = $1`, e.ID); n != 1 {
+					t.Errorf("event %s recorded %d times", e.ID, n)
+				}
+			}
+			mu.Lock()
+			if calls[dup.ID] != 1 || calls[lostAck.ID] != 1 {
+				t.Errorf("handler ran %d times for the duplicate and %d for the lost ack, want once each", calls[dup.ID], calls[lostAck.ID])
+			}
+			mu.Unlock()
+			if !skipped {
+				t.Error("the lost-ack case never ran")
+			}
+		})
+	})
+}
+
+// An event the handler always fails is parked after MaxAttempts, with its
+// error and an alert, and the event after it is still processed.
+func TestPoisonEventParkedNextProcessed(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		eventstest.Each(t, func(t *testing.T, b *eventstest.Broker) {
+			db := openDB(t, engine)
+			_, js := eventstest.Connect(t, b)
+			eventstest.EnsureStream(t, js, b)
+
+			poison := envelope("identity.member.joined")
+			next := envelope("identity.member.joined")
+			publish(t, js, b, poison, poison.ID)
+			publish(t, js, b, next, next.ID)
+			publishRaw(t, js, b.Stream.Subject("identity.member.joined"), []byte(`{"specversion":"1.0","id":"x"}`), "")
+			final := envelope("identity.member.removed")
+			publish(t, js, b, final, final.ID)
+
+			h := func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
+				if err := recordingHandler(ctx, tx, e); err != nil {
+					return err
+				}
+				if e.ID == poison.ID {
+					return errors.New("cannot apply this one")
+				}
+				return nil
+			}
+			sink := &logSink{}
+			cfg := Config{MaxAttempts: 3, Backoff: []time.Duration{50 * time.Millisecond}}
+			run(t, newConsumer(t, db, js, b, cfg, h, sink))
+
+			eventstest.Eventually(t, 20*time.Second, "poison and malformed parked, others applied", func() bool {
+				return count(t, db, `SELECT count(*) FROM parked_events`) == 2 &&
+					applications(t, db, next.ID) == 1 && applications(t, db, final.ID) == 1
+			})
+			var errText string
+			var deliveries int
+			if err := db.QueryRow(context.Background(), `SELECT error, deliveries FROM parked_events WHERE event_id = $1`, poison.ID).Scan(&errText, &deliveries); err != nil {
+				t.Fatal(err)
+			}
+			if errText != "cannot apply this one" || deliveries != 3 {
+				t.Errorf("parked poison: error %q after %d deliveries, want the handler's error after 3", errText, deliveries)
+			}
+			if n := count(t, db, `SELECT count(*) FROM parked_events WHERE event_id IS NULL AND error LIKE 'not a valid envelope%'`); n != 1 {
+				t.Errorf("malformed message parked %d times, want once", n)
+			}
+			if applications(t, db, poison.ID) != 0 || count(t, db, `SELECT count(*) FROM consumed_events WHERE event_id = $1`, poison.ID) != 0 {
+				t.Error("the poison event's failed work was committed")
+			}
+			if sink.alerts() != 2 {
+				t.Errorf("%d alerts logged, want 2", sink.alerts())
+			}
+		})
+	})
+}
+
+// A handler that fails and then succeeds applies its work once: the failed
+// attempts roll back with the event id.
+func TestTransientFailureRetried(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		b := eventstest.Embedded(t)
+		db := openDB(t, engine)
+		_, js := eventstest.Connect(t, b)
+		eventstest.EnsureStream(t, js, b)
+		e := envelope("identity.account.created")
+		publish(t, js, b, e, e.ID)
+
+		var mu sync.Mutex
+		attempts := 0
+		h := func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
+			if err := recordingHandler(ctx, tx, e); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			attempts++
+			if attempts < 3 {
+				return fmt.Errorf("transient failure %d", attempts)
+			}
+			return nil
+		}
+		run(t, newConsumer(t, db, js, b, Config{MaxAttempts: 5, Backoff: []time.Duration{50 * time.Millisecond}}, h, nil))
+		eventstest.Eventually(t, 20*time.Second, "applied", func() bool { return applications(t, db, e.ID) == 1 })
+		if n := count(t, db, `SELECT count(*) FROM parked_events`); n != 0 {
+			t.Errorf("%d parked", n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if attempts != 3 {
+			t.Errorf("handler ran %d times, want 3", attempts)
+		}
+	})
+}
+
+func TestPermanentErrorParksAtOnce(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		b := eventstest.Embedded(t)
+		db := openDB(t, engine)
+		_, js := eventstest.Connect(t, b)
+		eventstest.EnsureStream(t, js, b)
+		e := envelope("identity.account.deleted")
+		publish(t, js, b, e, e.ID)
+		h := func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
+			return Permanent(errors.New("account unknown to this service"))
+		}
+		run(t, newConsumer(t, db, js, b, Config{}, h, nil))
+		eventstest.Eventually(t, 20*time.Second, "parked", func() bool {
+			return count(t, db, `SELECT count(*) FROM parked_events WHERE event_id = $1 AND deliveries = 1`, e.ID) == 1
+		})
+	})
+}
+
+// Two consumers with different names each apply every event once, and a
+// type filter keeps other types away.
+func TestConsumersAreIndependent(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		b := eventstest.Embedded(t)
+		db := openDB(t, engine)
+		_, js := eventstest.Connect(t, b)
+		eventstest.EnsureStream(t, js, b)
+		member := envelope("identity.member.joined")
+		user := envelope("identity.user.created")
+		publish(t, js, b, member, member.ID)
+		publish(t, js, b, user, user.ID)
+
+		var mu sync.Mutex
+		seen := map[string][]string{}
+		handler := func(name string) Handler {
+			return func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
+				mu.Lock()
+				defer mu.Unlock()
+				seen[name] = append(seen[name], e.Type)
+				return nil
+			}
+		}
+		run(t, newConsumer(t, db, js, b, Config{Name: "all"}, handler("all"), nil))
+		run(t, newConsumer(t, db, js, b, Config{Name: "members", Types: []string{"identity.member.*"}}, handler("members"), nil))
+		eventstest.Eventually(t, 20*time.Second, "both consumed", func() bool {
+			return count(t, db, `SELECT count(*) FROM consumed_events WHERE consumer = 'all'`) == 2 &&
+				count(t, db, `SELECT count(*) FROM consumed_events WHERE consumer = 'members'`) == 1
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen["members"]) != 1 || seen["members"][0] != "identity.member.joined" {
+			t.Errorf("filtered consumer saw %v", seen["members"])
+		}
+	})
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	b := eventstest.Embedded(t)
+	db := openDB(t, sqldb.SQLite)
+	_, js := eventstest.Connect(t, b)
+	ok := func(context.Context, *sqldb.Tx, events.Envelope) error { return nil }
+	for _, name := range []string{"", "has.dot", "has space", "wild*"} {
+		if _, err := New(context.Background(), db, js, Config{Name: name}, ok, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
+			t.Errorf("name %q accepted", name)
+		}
+	}
+	if _, err := New(context.Background(), db, js, Config{Name: "x"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
+		t.Error("nil handler accepted")
+	}
+}

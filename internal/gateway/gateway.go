@@ -1,0 +1,104 @@
+// Package gateway is the platform's edge: it routes requests to identity and
+// box, verifies bearer tokens against identity's key set, limits each
+// caller's request rate, and, when Redis is configured, holds browser
+// sessions so a browser never sees an identity token.
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/platformco/platform/internal/gateway/ratelimit"
+	"github.com/platformco/platform/internal/gateway/session"
+	"github.com/platformco/platform/internal/httpx"
+)
+
+// Options are the gateway's dependencies and settings.
+type Options struct {
+	// IdentityURL and BoxURL are the upstreams; a nil one makes its routes
+	// answer 404 upstream_not_configured.
+	IdentityURL *url.URL
+	BoxURL      *url.URL
+	// Verifier checks bearer tokens.
+	Verifier *Verifier
+	// Keys is the key-set cache behind Verifier, read by readiness.
+	Keys KeySource
+	// Limiter limits each caller; it is required.
+	Limiter ratelimit.Limiter
+	// Sessions holds browser sessions; nil (no REDIS_URL) leaves /auth/*
+	// out. /auth/* also needs IdentityURL.
+	Sessions *session.Store
+	// RedisPing checks Redis for readiness; nil when Redis is not
+	// configured, which leaves it out of /readyz.
+	RedisPing func(ctx context.Context) error
+	// TrustedProxies is how many proxies in front of the gateway append to
+	// X-Forwarded-For (platform.md section 8).
+	TrustedProxies int
+	// AllowedOrigins are the origins (scheme://host[:port]) allowed to make
+	// cookie-authenticated state-changing requests; empty means the
+	// request's own host.
+	AllowedOrigins []string
+	// Transport carries proxied requests and identity calls; nil means
+	// NewTransport().
+	Transport http.RoundTripper
+	Logger    *slog.Logger
+}
+
+// Gateway is the edge's HTTP handler.
+type Gateway struct {
+	opts     Options
+	log      *slog.Logger
+	verifier *Verifier
+	limiter  ratelimit.Limiter
+	sessions *session.Store
+	identity *upstream
+	box      *upstream
+	client   *http.Client // for the gateway's own calls to identity
+	origins  map[string]bool
+	handler  http.Handler
+}
+
+// New returns the gateway's handler, with request logging and trace
+// context around every route.
+func New(opts Options) *Gateway {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Transport == nil {
+		opts.Transport = NewTransport()
+	}
+	g := &Gateway{
+		opts:     opts,
+		log:      opts.Logger,
+		verifier: opts.Verifier,
+		limiter:  opts.Limiter,
+		client:   &http.Client{Transport: opts.Transport, Timeout: identityCallTimeout},
+		origins:  make(map[string]bool, len(opts.AllowedOrigins)),
+	}
+	if opts.IdentityURL != nil && opts.Sessions != nil {
+		g.sessions = opts.Sessions
+	}
+	for _, o := range opts.AllowedOrigins {
+		g.origins[strings.ToLower(strings.TrimRight(o, "/"))] = true
+	}
+	if opts.IdentityURL != nil {
+		g.identity = g.newUpstream("identity", opts.IdentityURL)
+	}
+	if opts.BoxURL != nil {
+		g.box = g.newUpstream("box", opts.BoxURL)
+	}
+	internal := func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteProblem(w, r, http.StatusInternalServerError, CodeInternal, "internal error", nil)
+	}
+	g.handler = httpx.Chain(g.routes(), httpx.Observe(g.log, internal))
+	return g
+}
+
+// ServeHTTP serves one request.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
+
+// BrowserSessions reports whether /auth/* is served.
+func (g *Gateway) BrowserSessions() bool { return g.sessions != nil }

@@ -1,0 +1,410 @@
+package gateway_test
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/platformco/platform/internal/gateway"
+	"github.com/platformco/platform/internal/gateway/gatewaytest"
+	"github.com/platformco/platform/internal/httpx"
+)
+
+const userID = "0b7c1f7e-6a55-4d3b-9f0e-3d7b1c2a9e10"
+
+func TestTokenVerification(t *testing.T) {
+	h := newHarness(t, setup{})
+	ks := h.keys
+	ks.Publish("k1", ks.AddKey(t, "ec1", "ES256"))
+	waitFor(t, "ec1", func() bool {
+		h.cache.RefreshEarly(t.Context())
+		_, ok := h.cache.Lookup("ec1", time.Now())
+		return ok
+	})
+	claims := func(edit func(jwt.MapClaims)) jwt.MapClaims {
+		c := ks.Claims(userID, 15*time.Minute)
+		if edit != nil {
+			edit(c)
+		}
+		return c
+	}
+	attacker := gatewaytest.NewSigner(t, "EdDSA")
+	edPub := ks.Key("k1").Private.Public()
+
+	none := func() string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodNone, claims(nil))
+		tok.Header["kid"] = "k1"
+		s, err := tok.SignedString(jwt.UnsafeAllowNoneSignatureType)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	hmacWithPublicKey := func() string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims(nil))
+		tok.Header["kid"] = "k1"
+		s, err := tok.SignedString([]byte(edPub.(ed25519.PublicKey)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	tests := []struct {
+		name  string
+		token string
+		code  string // "" means proxied
+	}{
+		{"OKEdDSA", ks.Token(t, "k1", claims(nil)), ""},
+		{"OKES256", ks.Token(t, "ec1", claims(nil)), ""},
+		{"OKExpiredWithinLeeway", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-10 * time.Second).Unix() })), ""},
+		{"ErrForged", gatewaytest.Sign(t, "EdDSA", "k1", attacker, claims(nil)), gateway.CodeInvalidToken},
+		{"ErrExpired", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-2 * time.Minute).Unix() })), gateway.CodeInvalidToken},
+		{"ErrNoExp", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { delete(c, "exp") })), gateway.CodeInvalidToken},
+		{"ErrWrongIssuer", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })), gateway.CodeInvalidToken},
+		{"ErrNoIssuer", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { delete(c, "iss") })), gateway.CodeInvalidToken},
+		{"ErrNoSubject", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { delete(c, "sub") })), gateway.CodeInvalidToken},
+		{"ErrIssuedInTheFuture", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["iat"] = time.Now().Add(10 * time.Minute).Unix() })), gateway.CodeInvalidToken},
+		{"ErrAlgNone", none(), gateway.CodeInvalidToken},
+		{"ErrHS256KeyedWithPublicKey", hmacWithPublicKey(), gateway.CodeInvalidToken},
+		{"ErrES256UnderEdDSAKid", gatewaytest.Sign(t, "ES256", "k1", ks.Key("ec1").Private, claims(nil)), gateway.CodeInvalidToken},
+		{"ErrEdDSAUnderES256Kid", gatewaytest.Sign(t, "EdDSA", "ec1", ks.Key("k1").Private, claims(nil)), gateway.CodeInvalidToken},
+		{"ErrUnknownKid", gatewaytest.Sign(t, "EdDSA", "nope", attacker, claims(nil)), gateway.CodeInvalidToken},
+		{"ErrNoKid", gatewaytest.Sign(t, "EdDSA", "", ks.Key("k1").Private, claims(nil)), gateway.CodeInvalidToken},
+		{"ErrGarbage", "not.a.token", gateway.CodeInvalidToken},
+		{"ErrNoToken", "", gateway.CodeTokenRequired},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := h.identity.count()
+			w := h.do(t, http.MethodGet, "/v1/me", tt.token, nil)
+			if tt.code == "" {
+				wantUpstream(t, w, "identity")
+				if got := h.identity.last(t).Header.Get("Authorization"); got != "Bearer "+tt.token {
+					t.Errorf("upstream Authorization = %q, want the caller's bearer token", got)
+				}
+				return
+			}
+			wantProblem(t, w, http.StatusUnauthorized, tt.code)
+			if w.Header().Get("WWW-Authenticate") == "" {
+				t.Error("401 without WWW-Authenticate")
+			}
+			if h.identity.count() != before {
+				t.Error("a refused request reached the upstream")
+			}
+		})
+	}
+
+	t.Run("ErrNotBearer", func(t *testing.T) {
+		w := h.do(t, http.MethodGet, "/v1/me", "", map[string]string{"Authorization": "Basic dXNlcjpwYXNz"})
+		wantProblem(t, w, http.StatusUnauthorized, gateway.CodeInvalidToken)
+	})
+}
+
+func TestKeySetOutage(t *testing.T) {
+	h := newHarness(t, setup{keyMode: gatewaytest.Fail})
+	waitFor(t, "a failed fetch", func() bool { return h.keys.Hits() > 0 })
+
+	for _, tok := range []string{h.token(t), "garbage"} {
+		w := h.do(t, http.MethodGet, "/v1/me", tok, nil)
+		wantProblem(t, w, http.StatusServiceUnavailable, gateway.CodeIdentityUnavailable)
+		ra, err := strconv.Atoi(w.Header().Get("Retry-After"))
+		if err != nil || ra < 1 {
+			t.Fatalf("Retry-After = %q, want whole seconds >= 1", w.Header().Get("Retry-After"))
+		}
+	}
+	if w := h.do(t, http.MethodGet, "/healthz", "", nil); w.Code != http.StatusOK {
+		t.Fatalf("/healthz = %d during a key-set outage, want 200", w.Code)
+	}
+	w := h.do(t, http.MethodGet, "/readyz", "", nil)
+	if w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz = %d, want 503", w.Code)
+	}
+	var ready struct {
+		Status string
+		Deps   map[string]string
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &ready); err != nil {
+		t.Fatal(err)
+	}
+	if ready.Status != "unavailable" || ready.Deps["identity"] != "unavailable" {
+		t.Fatalf("/readyz body = %s", w.Body.String())
+	}
+	if _, ok := ready.Deps["redis"]; ok {
+		t.Error("/readyz lists redis although it is not configured")
+	}
+	// Public routes need no key set.
+	wantUpstream(t, h.do(t, http.MethodPost, "/v1/users", "", nil), "identity")
+
+	h.keys.SetMode(gatewaytest.Serve)
+	waitFor(t, "recovery", func() bool { return h.cache.Status(time.Now()).Usable })
+	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", h.token(t), nil), "identity")
+	if w := h.do(t, http.MethodGet, "/readyz", "", nil); w.Code != http.StatusOK {
+		t.Fatalf("/readyz = %d after recovery, want 200", w.Code)
+	}
+}
+
+func TestKeySetExpiredAfterFailedRefresh(t *testing.T) {
+	h := newHarness(t, setup{ttl: 400 * time.Millisecond})
+	tok := h.token(t)
+	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", tok, nil), "identity")
+	h.keys.SetMode(gatewaytest.Fail)
+	waitFor(t, "503 after expiry", func() bool {
+		return h.do(t, http.MethodGet, "/v1/me", tok, nil).Code == http.StatusServiceUnavailable
+	})
+	wantProblem(t, h.do(t, http.MethodGet, "/v1/me", tok, nil), http.StatusServiceUnavailable, gateway.CodeIdentityUnavailable)
+}
+
+func TestKeySetUnparseableAnswerKeepsGoodKeys(t *testing.T) {
+	h := newHarness(t, setup{})
+	tok := h.token(t)
+	h.keys.SetMode(gatewaytest.Garbage)
+	before := h.keys.Hits()
+	// An unknown kid forces an early refresh, which now reads garbage.
+	unknown := gatewaytest.Sign(t, "EdDSA", "k9", gatewaytest.NewSigner(t, "EdDSA"), h.keys.Claims(userID, time.Minute))
+	wantProblem(t, h.do(t, http.MethodGet, "/v1/me", unknown, nil), http.StatusUnauthorized, gateway.CodeInvalidToken)
+	if h.keys.Hits() == before {
+		t.Fatal("the unknown kid did not trigger a refresh")
+	}
+	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", tok, nil), "identity")
+}
+
+func TestKeyRotationWithoutRestart(t *testing.T) {
+	h := newHarness(t, setup{ttl: 500 * time.Millisecond})
+	old := h.token(t)
+	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", old, nil), "identity")
+
+	// Identity rotates: both keys published, new tokens signed with k2.
+	h.keys.Publish("k1", h.keys.AddKey(t, "k2", "EdDSA"))
+	fresh := h.keys.Token(t, "k2", h.keys.Claims(userID, 15*time.Minute))
+	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", fresh, nil), "identity")
+	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", old, nil), "identity")
+
+	// Identity withdraws k1: within one TTL its tokens stop verifying.
+	h.keys.Publish("k2")
+	waitFor(t, "k1 withdrawn", func() bool {
+		return h.do(t, http.MethodGet, "/v1/me", old, nil).Code == http.StatusUnauthorized
+	})
+	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", fresh, nil), "identity")
+}
+
+func TestRouting(t *testing.T) {
+	h := newHarness(t, setup{})
+	tok := h.token(t)
+	tests := []struct {
+		method, path string
+		auth         bool
+		upstream     string
+	}{
+		{"GET", "/v1/operator/entitlements", true, "box"},
+		{"POST", "/v1/operator/entitlements/abc/revoke", true, "box"},
+		{"GET", "/v1/operator/releases", true, "box"},
+		{"GET", "/v1/operator/releases/r1", true, "box"},
+		{"GET", "/v1/operator/me", true, "identity"},
+		{"GET", "/v1/accounts/a1/entitlements", true, "box"},
+		{"GET", "/v1/accounts/a1/artifact_fetches", true, "box"},
+		{"GET", "/v1/accounts/a1/audit-events", true, "box"},
+		{"GET", "/v1/accounts/a1/releases/r1/artifacts", true, "box"},
+		{"POST", "/v1/accounts/a1/approvals", true, "box"},
+		{"POST", "/v1/accounts/a1/claims", true, "box"},
+		{"GET", "/v1/accounts/a1", true, "identity"},
+		{"GET", "/v1/accounts/a1/members", true, "identity"},
+		{"POST", "/v1/capabilities/redeem", false, "box"},
+		{"GET", "/v1/capabilities/c1", true, "box"},
+		{"POST", "/v1/users", false, "identity"},
+		{"POST", "/v1/session", false, "identity"},
+		{"DELETE", "/v1/session", true, "identity"},
+		{"GET", "/v1/me", true, "identity"},
+		{"GET", "/.well-known/jwks.json", false, "identity"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+tt.path, func(t *testing.T) {
+			if !tt.auth {
+				w := h.do(t, tt.method, tt.path, "", nil)
+				if tt.path == "/.well-known/jwks.json" {
+					if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"keys"`) {
+						t.Fatalf("jwks through the gateway = %d %s", w.Code, w.Body.String())
+					}
+					return
+				}
+				wantUpstream(t, w, tt.upstream)
+				return
+			}
+			wantProblem(t, h.do(t, tt.method, tt.path, "", nil), http.StatusUnauthorized, gateway.CodeTokenRequired)
+			w := h.do(t, tt.method, tt.path, tok, nil)
+			wantUpstream(t, w, tt.upstream)
+			rec := h.identity
+			if tt.upstream == "box" {
+				rec = h.box
+			}
+			if got := rec.last(t).URL.Path; got != tt.path {
+				t.Errorf("upstream path = %q, want %q", got, tt.path)
+			}
+		})
+	}
+
+	t.Run("ErrUnknownRouteOutsideV1", func(t *testing.T) {
+		wantProblem(t, h.do(t, "GET", "/admin", "", nil), http.StatusNotFound, gateway.CodeNotFound)
+		wantProblem(t, h.do(t, "GET", "/auth/login", "", nil), http.StatusNotFound, gateway.CodeNotFound)
+	})
+	t.Run("ErrProbeMethod", func(t *testing.T) {
+		wantProblem(t, h.do(t, "POST", "/healthz", "", nil), http.StatusMethodNotAllowed, gateway.CodeMethodNotAllowed)
+	})
+}
+
+func TestUpstreamNotConfigured(t *testing.T) {
+	h := newHarness(t, setup{noBox: true})
+	wantProblem(t, h.do(t, "GET", "/v1/accounts/a1/entitlements", h.token(t), nil), http.StatusNotFound, gateway.CodeUpstreamNotConfigured)
+	wantUpstream(t, h.do(t, "GET", "/v1/me", h.token(t), nil), "identity")
+}
+
+func TestUpstreamDownIs502(t *testing.T) {
+	h := newHarness(t, setup{})
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	g := gateway.New(gateway.Options{
+		IdentityURL: mustURL(t, h.keys.URL),
+		BoxURL:      mustURL(t, deadURL),
+		Verifier:    gateway.NewVerifier(h.cache, h.keys.Issuer),
+		Keys:        h.cache,
+		Limiter:     h.limiter,
+	})
+	r := httptest.NewRequest("GET", "/v1/operator/releases", nil)
+	r.Header.Set("Authorization", "Bearer "+h.token(t))
+	w := httptest.NewRecorder()
+	g.ServeHTTP(w, r)
+	wantProblem(t, w, http.StatusBadGateway, gateway.CodeUpstreamUnavailable)
+}
+
+func TestForwardedHeaders(t *testing.T) {
+	h := newHarness(t, setup{})
+	tok := h.token(t)
+
+	t.Run("TraceparentCreatedWhenAbsent", func(t *testing.T) {
+		h.do(t, "GET", "/v1/me", tok, nil)
+		tp := h.identity.last(t).Header.Get("traceparent")
+		if _, _, _, ok := httpx.ParseTraceparent(tp); !ok {
+			t.Fatalf("upstream traceparent = %q, want a valid one", tp)
+		}
+	})
+	t.Run("TraceparentContinued", func(t *testing.T) {
+		in := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		h.do(t, "GET", "/v1/me", tok, map[string]string{"traceparent": in})
+		id, parent, _, ok := httpx.ParseTraceparent(h.identity.last(t).Header.Get("traceparent"))
+		if !ok || id != "4bf92f3577b34da6a3ce929d0e0e4736" || parent == "00f067aa0ba902b7" {
+			t.Fatalf("upstream traceparent = %q, want the caller's trace with the gateway's span", h.identity.last(t).Header.Get("traceparent"))
+		}
+	})
+	t.Run("SpoofedForwardingHeadersDropped", func(t *testing.T) {
+		h.do(t, "GET", "/v1/me", tok, map[string]string{
+			"X-Forwarded-For":  "203.0.113.66",
+			"X-Forwarded-Host": "evil.example",
+			"Forwarded":        "for=203.0.113.66",
+			"X-Real-Ip":        "203.0.113.66",
+		})
+		got := h.identity.last(t).Header
+		if xff := got.Get("X-Forwarded-For"); xff != "192.0.2.10" {
+			t.Errorf("upstream X-Forwarded-For = %q, want the socket peer only", xff)
+		}
+		if got.Get("Forwarded") != "" || got.Get("X-Forwarded-Host") == "evil.example" {
+			t.Errorf("spoofed forwarding headers reached the upstream: %v", got)
+		}
+	})
+}
+
+func TestRateLimitPerProcess(t *testing.T) {
+	h := newHarness(t, setup{rateLimit: 3})
+	tok := h.token(t)
+	for i := range 3 {
+		w := h.do(t, "GET", "/v1/me", tok, nil)
+		wantUpstream(t, w, "identity")
+		if got := w.Header().Get("RateLimit-Remaining"); got != strconv.Itoa(2-i) {
+			t.Errorf("RateLimit-Remaining = %q after %d requests, want %d", got, i+1, 2-i)
+		}
+	}
+	w := h.do(t, "GET", "/v1/me", tok, nil)
+	wantProblem(t, w, http.StatusTooManyRequests, gateway.CodeRateLimited)
+	if ra, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || ra < 1 {
+		t.Fatalf("Retry-After = %q, want whole seconds >= 1", w.Header().Get("Retry-After"))
+	}
+
+	// The limit is the subject's, not the address's: another user from the
+	// same address is unaffected.
+	other := h.keys.Token(t, "k1", h.keys.Claims("7d2f3c1a-0000-4000-8000-000000000001", time.Minute))
+	wantUpstream(t, h.do(t, "GET", "/v1/me", other, nil), "identity")
+	// Probes are never limited.
+	for range 10 {
+		if w := h.do(t, "GET", "/healthz", "", nil); w.Code != http.StatusOK {
+			t.Fatalf("/healthz = %d, want 200", w.Code)
+		}
+	}
+}
+
+// TestRateLimitTrustedProxies keys anonymous callers by address under each
+// TRUSTED_PROXIES setting while the caller spoofs X-Forwarded-For.
+func TestRateLimitTrustedProxies(t *testing.T) {
+	type req struct {
+		remote, xff string
+		want        int
+	}
+	tests := []struct {
+		name    string
+		trusted int
+		reqs    []req
+	}{
+		{"ZeroIgnoresSpoofedHeader", 0, []req{
+			{"192.0.2.10:1", "203.0.113.1", 200},
+			{"192.0.2.10:2", "203.0.113.2", 429}, // a new spoofed address buys nothing
+			{"192.0.2.11:1", "203.0.113.1", 200}, // a different socket peer is a different caller
+		}},
+		{"OneReadsLastHop", 1, []req{
+			{"10.0.0.1:1", "203.0.113.1, 198.51.100.7", 200},
+			{"10.0.0.1:2", "203.0.113.99, 198.51.100.7", 429}, // spoofed first entry ignored
+			{"10.0.0.1:3", "198.51.100.8", 200},               // the proxy saw another client
+			{"10.0.0.2:1", "198.51.100.7", 429},               // same client behind another proxy replica
+		}},
+		{"OneFallsBackToPeerWithoutHeader", 1, []req{
+			{"10.0.0.3:1", "", 200},
+			{"10.0.0.3:2", "", 429},
+		}},
+		{"TwoShorterChainFallsBackToPeer", 2, []req{
+			{"10.0.0.4:1", "198.51.100.9", 200},
+			{"10.0.0.4:2", "198.51.100.10", 429},
+			{"10.0.0.4:3", "198.51.100.11, 10.9.9.9", 200},
+			{"10.0.0.4:4", "203.0.113.5, 198.51.100.11, 10.9.9.8", 429},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, setup{rateLimit: 1, trusted: tt.trusted})
+			for i, rq := range tt.reqs {
+				hdr := map[string]string{"RemoteAddr": rq.remote}
+				if rq.xff != "" {
+					hdr["X-Forwarded-For"] = rq.xff
+				}
+				w := h.do(t, "POST", "/v1/users", "", hdr)
+				if w.Code != rq.want {
+					t.Fatalf("request %d (%s, XFF %q): status %d, want %d", i, rq.remote, rq.xff, w.Code, rq.want)
+				}
+			}
+		})
+	}
+}
+
+func TestBrowserRoutesAbsentWithoutRedis(t *testing.T) {
+	h := newHarness(t, setup{})
+	for _, p := range []struct{ method, path string }{{"POST", "/auth/login"}, {"POST", "/auth/logout"}, {"GET", "/auth/session"}} {
+		wantProblem(t, h.do(t, p.method, p.path, "", nil), http.StatusNotFound, gateway.CodeNotFound)
+	}
+	if h.gw.BrowserSessions() {
+		t.Fatal("BrowserSessions() = true without a session store")
+	}
+}

@@ -1,0 +1,246 @@
+package gateway_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/platformco/platform/internal/gateway"
+	"github.com/platformco/platform/internal/gateway/gatewaytest"
+	"github.com/platformco/platform/internal/gateway/jwks"
+	"github.com/platformco/platform/internal/gateway/ratelimit"
+	"github.com/platformco/platform/internal/gateway/session"
+)
+
+// recorder is an upstream that remembers the requests it received.
+type recorder struct {
+	name string
+	mu   sync.Mutex
+	reqs []*http.Request
+}
+
+func (u *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	u.reqs = append(u.reqs, r.Clone(context.Background()))
+	u.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]string{"upstream": u.name, "path": r.URL.Path})
+}
+
+func (u *recorder) last(t *testing.T) *http.Request {
+	t.Helper()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.reqs) == 0 {
+		t.Fatalf("upstream %s received nothing", u.name)
+	}
+	return u.reqs[len(u.reqs)-1]
+}
+
+func (u *recorder) count() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.reqs)
+}
+
+type harness struct {
+	keys     *gatewaytest.KeyServer
+	identity *recorder
+	box      *recorder
+	boxURL   string
+	cache    *jwks.Cache
+	gw       *gateway.Gateway
+	limiter  ratelimit.Limiter
+}
+
+type setup struct {
+	ttl        time.Duration
+	keyMode    gatewaytest.Mode
+	rateLimit  int
+	limiter    ratelimit.Limiter
+	trusted    int
+	noBox      bool
+	sessions   *session.Store
+	redisPing  func(context.Context) error
+	identityMx func(mux *http.ServeMux)
+	origins    []string
+}
+
+// newHarness starts a key server that also serves identity's routes, a box
+// upstream, a key cache, and a gateway in front of them.
+func newHarness(t *testing.T, s setup) *harness {
+	t.Helper()
+	h := &harness{identity: &recorder{name: "identity"}, box: &recorder{name: "box"}}
+	mux := http.NewServeMux()
+	if s.identityMx != nil {
+		s.identityMx(mux)
+	}
+	mux.Handle("/", h.identity)
+	h.keys = gatewaytest.NewKeyServer(t, mux)
+	h.keys.SetMode(s.keyMode)
+	boxSrv := httptest.NewServer(h.box)
+	t.Cleanup(boxSrv.Close)
+	h.boxURL = boxSrv.URL
+
+	if s.ttl == 0 {
+		s.ttl = time.Minute
+	}
+	h.cache = jwks.New(jwks.Options{URL: h.keys.JWKSURL(), TTL: s.ttl, Cooldown: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.cache.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if s.keyMode == gatewaytest.Serve {
+		waitFor(t, "the key set", func() bool { return h.cache.Status(time.Now()).Usable })
+	}
+
+	if s.rateLimit == 0 {
+		s.rateLimit = 10000
+	}
+	h.limiter = s.limiter
+	if h.limiter == nil {
+		h.limiter = ratelimit.NewLocal(s.rateLimit)
+	}
+	opts := gateway.Options{
+		IdentityURL:    mustURL(t, h.keys.URL),
+		Verifier:       gateway.NewVerifier(h.cache, h.keys.Issuer),
+		Keys:           h.cache,
+		Limiter:        h.limiter,
+		Sessions:       s.sessions,
+		RedisPing:      s.redisPing,
+		TrustedProxies: s.trusted,
+		AllowedOrigins: s.origins,
+	}
+	if !s.noBox {
+		opts.BoxURL = mustURL(t, boxSrv.URL)
+	}
+	h.gw = gateway.New(opts)
+	return h
+}
+
+func mustURL(t testing.TB, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// do sends one request through the gateway from remote (host:port).
+func (h *harness) do(t *testing.T, method, path, token string, hdr map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	var body io.Reader
+	if method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
+		body = strings.NewReader(`{}`)
+	}
+	r := httptest.NewRequest(method, path, body)
+	r.RemoteAddr = "192.0.2.10:40000"
+	if body != nil {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range hdr {
+		if k == "RemoteAddr" {
+			r.RemoteAddr = v
+			continue
+		}
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.gw.ServeHTTP(w, r)
+	return w
+}
+
+func (h *harness) token(t *testing.T) string {
+	return h.keys.Token(t, "k1", h.keys.Claims("0b7c1f7e-6a55-4d3b-9f0e-3d7b1c2a9e10", 15*time.Minute))
+}
+
+type problem struct {
+	Status  int    `json:"status"`
+	Code    string `json:"code"`
+	TraceID string `json:"trace_id"`
+}
+
+func wantProblem(t *testing.T, w *httptest.ResponseRecorder, status int, code string) {
+	t.Helper()
+	if w.Code != status {
+		t.Fatalf("status = %d, want %d (body %s)", w.Code, status, w.Body.String())
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type = %q, want application/problem+json", ct)
+	}
+	var p problem
+	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+		t.Fatalf("problem body: %v", err)
+	}
+	if p.Code != code || p.Status != status || p.TraceID == "" {
+		t.Fatalf("problem = %+v, want code %q status %d with a trace id", p, code, status)
+	}
+}
+
+func wantUpstream(t *testing.T, w *httptest.ResponseRecorder, name string) {
+	t.Helper()
+	if w.Code != http.StatusOK {
+		t.Fatalf("status = %d, want 200 from %s (body %s)", w.Code, name, w.Body.String())
+	}
+	var got struct{ Upstream string }
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got.Upstream != name {
+		t.Fatalf("answered by %q (%v), want %s", got.Upstream, err, name)
+	}
+}
+
+// testRedis returns a client for TEST_REDIS_URL and a key prefix unique to
+// the test, or skips the test when no Redis is configured.
+func testRedis(t testing.TB) (*redis.Client, string) {
+	t.Helper()
+	u := os.Getenv("TEST_REDIS_URL")
+	if u == "" {
+		t.Skip("TEST_REDIS_URL is not set")
+	}
+	opt, err := redis.ParseURL(u)
+	if err != nil {
+		t.Fatalf("TEST_REDIS_URL: %v", err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("TEST_REDIS_URL unreachable: %v", err)
+	}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	prefix := "test:gateway:" + hex.EncodeToString(b) + ":"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, "*"+prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+	})
+	return rdb, prefix
+}

@@ -1,0 +1,157 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/httpx"
+)
+
+// identityCallTimeout bounds the gateway's own calls to identity (login and
+// logout).
+const identityCallTimeout = 10 * time.Second
+
+// NewTransport returns the transport for upstream calls. The default
+// transport keeps two idle connections per host, which under load means a
+// new TCP connection for most requests; the edge talks to few hosts very
+// often, so it keeps many. Environment proxies are ignored: the upstreams
+// are internal addresses.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		DialContext: (&net.Dialer{
+			Timeout:   5 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// upstream is one service behind the gateway.
+type upstream struct {
+	name  string
+	base  *url.URL
+	proxy *httputil.ReverseProxy
+}
+
+// forward is what the gateway decided about a request that the proxy's
+// Rewrite needs: the caller's address and, for a cookie-authenticated
+// request, the identity token to send in its place.
+type forward struct {
+	clientIP string
+	proto    string
+	bearer   string
+}
+
+type forwardKey struct{}
+
+// bufferPool lends the proxy its copy buffers instead of allocating 32 KiB
+// per request.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+
+func (g *Gateway) newUpstream(name string, base *url.URL) *upstream {
+	pool := &bufferPool{}
+	return &upstream{
+		name: name,
+		base: base,
+		proxy: &httputil.ReverseProxy{
+			// Rewrite, unlike Director, starts from an outbound request with
+			// the inbound Forwarded and X-Forwarded-* headers removed, so a
+			// caller cannot smuggle its own.
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(base)
+				fw, _ := pr.In.Context().Value(forwardKey{}).(forward)
+				h := pr.Out.Header
+				if fw.clientIP != "" {
+					h.Set("X-Forwarded-For", fw.clientIP)
+				}
+				h.Set("X-Forwarded-Host", pr.In.Host)
+				h.Set("X-Forwarded-Proto", fw.proto)
+				h.Set("traceparent", httpx.TraceFrom(pr.In.Context()).Traceparent())
+				if fw.bearer != "" {
+					h.Set("Authorization", "Bearer "+fw.bearer)
+				}
+				stripSessionCookie(pr.Out)
+			},
+			Transport:    g.opts.Transport,
+			BufferPool:   pool,
+			ErrorHandler: g.proxyError(name),
+		},
+	}
+}
+
+// proxyError answers an unreachable or failing upstream with a 502 problem
+// instead of a dropped connection.
+func (g *Gateway) proxyError(name string) func(http.ResponseWriter, *http.Request, error) {
+	return func(w http.ResponseWriter, r *http.Request, err error) {
+		if r.Context().Err() != nil {
+			// The caller went away; there is nobody to answer.
+			g.log.Info("caller left before the upstream answered", "upstream", name,
+				"path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		g.log.Warn("upstream request failed", "upstream", name, "method", r.Method, "path", r.URL.Path,
+			"error", safeError(err), "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+		writeError(w, r, g.log, errs.New(CodeUpstreamUnavailable, "the "+name+" service could not be reached"))
+	}
+}
+
+// safeError renders a transport error without its URL, whose query string
+// may carry a secret.
+func safeError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + ": " + ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// serveProxy forwards r to up with the forwarding decisions in fw.
+func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request, up *upstream, fw forward) {
+	r = r.WithContext(context.WithValue(r.Context(), forwardKey{}, fw))
+	up.proxy.ServeHTTP(w, r)
+}
+
+// stripSessionCookie keeps the gateway's session cookie from reaching an
+// upstream: it is the gateway's credential, not theirs.
+func stripSessionCookie(out *http.Request) {
+	found := false
+	for _, v := range out.Header.Values("Cookie") {
+		if strings.Contains(v, sessionCookie) {
+			found = true
+		}
+	}
+	if !found {
+		return
+	}
+	cookies := out.Cookies()
+	out.Header.Del("Cookie")
+	for _, c := range cookies {
+		if c.Name != sessionCookie {
+			out.AddCookie(c)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/gateway/jwks"
+)
+
+// Leeway is the clock skew allowed on exp, nbf and iat.
+const Leeway = 30 * time.Second
+
+// KeySource is the key-set cache the verifier reads.
+type KeySource interface {
+	Status(now time.Time) jwks.Status
+	Lookup(kid string, now time.Time) (jwks.Key, bool)
+	RefreshEarly(ctx context.Context) bool
+}
+
+var _ KeySource = (*jwks.Cache)(nil)
+
+// Claims is what the gateway takes from a verified token.
+type Claims struct {
+	Subject   string
+	SessionID string
+	ExpiresAt time.Time
+}
+
+type tokenClaims struct {
+	jwt.RegisteredClaims
+	SessionID string `json:"sid"`
+}
+
+// Verifier checks identity's access tokens against the cached key set.
+type Verifier struct {
+	keys   KeySource
+	parser *jwt.Parser
+}
+
+// NewVerifier returns a verifier expecting iss = issuer.
+func NewVerifier(keys KeySource, issuer string) *Verifier {
+	return &Verifier{
+		keys: keys,
+		parser: jwt.NewParser(
+			// The global list only narrows what reaches the keyfunc; the
+			// keyfunc then pins the algorithm to the one the key declares.
+			jwt.WithValidMethods([]string{jwks.AlgEdDSA, jwks.AlgES256}),
+			jwt.WithIssuer(issuer),
+			jwt.WithExpirationRequired(),
+			jwt.WithIssuedAt(),
+			jwt.WithLeeway(Leeway),
+		),
+	}
+}
+
+var (
+	errInvalidToken = errs.New(CodeInvalidToken, "the access token is invalid or expired")
+	errKeysDown     = errs.New(CodeIdentityUnavailable, "identity's signing keys are unavailable; try again shortly")
+)
+
+// Verify checks token and returns its claims. Whether the key set can be
+// used is decided first, from the cache's state alone, so nothing in a
+// token can turn an outage into a 401 or a bad token into a 503.
+// Errors: a *retryError with CodeIdentityUnavailable when the key set was
+// never loaded or has expired; CodeInvalidToken for everything wrong with
+// the token itself.
+func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
+	now := time.Now()
+	if st := v.keys.Status(now); !st.Usable {
+		return Claims{}, &retryError{err: errKeysDown, retryAfter: st.RetryAfter}
+	}
+	var claims tokenClaims
+	_, err := v.parser.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		if kid == "" {
+			return nil, errors.New("token has no kid")
+		}
+		key, ok := v.keys.Lookup(kid, time.Now())
+		if !ok && v.keys.RefreshEarly(ctx) {
+			key, ok = v.keys.Lookup(kid, time.Now())
+		}
+		if !ok {
+			return nil, errors.New("unknown kid")
+		}
+		if t.Method.Alg() != key.Alg {
+			return nil, errors.New("token alg differs from the key's declared alg")
+		}
+		return key.Public, nil
+	})
+	if err != nil {
+		return Claims{}, errInvalidToken
+	}
+	if claims.Subject == "" || claims.ExpiresAt == nil {
+		return Claims{}, errInvalidToken
+	}
+	return Claims{Subject: claims.Subject, SessionID: claims.SessionID, ExpiresAt: claims.ExpiresAt.Time}, nil
+}

@@ -1,0 +1,329 @@
+package httpapi_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/identity/httpapi"
+	"github.com/platformco/platform/internal/identity/identitytest"
+	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/sqldb/sqltest"
+)
+
+func TestProblemTraceID(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		s := newServer(t, engine, identitytest.Config{})
+		const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+		tp := header("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+		for _, r := range []resp{
+			s.do(t, "GET", "/v1/me", nil, tp),
+			s.do(t, "POST", "/v1/session", `{"email":`, tp),
+			s.do(t, "POST", "/v1/users", map[string]string{"email": "x"}, tp),
+			s.do(t, "GET", "/v1/nowhere", nil, tp),
+		} {
+			if r.Code < 400 {
+				t.Fatalf("%s %s = %d", r.method, r.path, r.Code)
+			}
+			p := r.object(t)
+			if p["trace_id"] != traceID {
+				t.Errorf("%s %s: trace_id %v, want the traceparent's %s", r.method, r.path, p["trace_id"], traceID)
+			}
+		}
+		// Without a (valid) traceparent every problem gets a new trace id.
+		seen := map[any]bool{}
+		for _, o := range []opt{func(*http.Request) {}, header("traceparent", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"), header("traceparent", "garbage")} {
+			p := s.do(t, "GET", "/v1/me", nil, o).problem(t, http.StatusUnauthorized, "unauthorized")
+			if seen[p["trace_id"]] || p["trace_id"] == "00000000000000000000000000000000" {
+				t.Errorf("trace_id %v reused or invalid", p["trace_id"])
+			}
+			seen[p["trace_id"]] = true
+		}
+	})
+}
+
+// TestDecoding: every route that reads a body refuses bad ones the same
+// way, before doing anything.
+func TestDecoding(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		s := newServer(t, engine, identitytest.Config{})
+		ownerID, owner := s.signUp(t, "owner@example.com")
+		acc := s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Acme"}, bearer(owner)).want(t, http.StatusCreated).object(t)["id"].(string)
+		routes := []struct{ method, path string }{
+			{"POST", "/v1/users"},
+			{"POST", "/v1/session"},
+			{"POST", "/v1/accounts"},
+			{"PATCH", "/v1/accounts/" + acc},
+			{"PATCH", "/v1/accounts/" + acc + "/members/" + ownerID},
+			{"POST", "/v1/accounts/" + acc + "/invitations"},
+			{"POST", "/v1/invitations/accept"},
+		}
+		huge := `{"name":"` + strings.Repeat("x", httpx.MaxBodyBytes) + `"}`
+		bodies := []struct {
+			name, body, contentType string
+			status                  int
+			code                    string
+		}{
+			{"Malformed", `{"email":`, "application/json", 400, "malformed_json"},
+			{"NotJSON", `email=a@b.co`, "application/json", 400, "malformed_json"},
+			{"UnknownField", `{"unexpected":1}`, "application/json", 400, "malformed_json"},
+			{"TrailingData", `{} {}`, "application/json", 400, "malformed_json"},
+			{"TrailingGarbage", `{}x`, "application/json", 400, "malformed_json"},
+			{"Array", `[]`, "application/json", 400, "malformed_json"},
+			{"Empty", ``, "application/json", 400, "malformed_json"},
+			{"WrongType", `{"email":1,"name":1,"role":1,"token":1}`, "application/json", 400, "malformed_json"},
+			{"TooLarge", huge, "application/json", 413, "body_too_large"},
+			{"FormContentType", `{}`, "application/x-www-form-urlencoded", 415, "unsupported_media_type"},
+			{"TextContentType", `{}`, "text/plain", 415, "unsupported_media_type"},
+			{"BadContentType", `{}`, "application/", 415, "unsupported_media_type"},
+		}
+		before := s.env.Counts(t)
+		for _, rt := range routes {
+			for _, b := range bodies {
+				r := s.do(t, rt.method, rt.path, b.body, bearer(owner), header("Content-Type", b.contentType))
+				if r.Code != b.status {
+					t.Errorf("%s %s %s = %d, want %d: %s", b.name, rt.method, rt.path, r.Code, b.status, r.Body)
+					continue
+				}
+				r.problem(t, b.status, b.code)
+			}
+		}
+		if after := s.env.Counts(t); len(before) != len(after) || before["outbox"] != after["outbox"] || before["accounts"] != after["accounts"] || before["users"] != after["users"] {
+			t.Errorf("refused bodies wrote rows: %v → %v", before, after)
+		}
+		// A JSON content type with parameters, or a +json type, is fine.
+		s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Acme Two"}, bearer(owner), header("Content-Type", "application/json; charset=utf-8")).want(t, http.StatusCreated)
+		s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Acme Three"}, bearer(owner), header("Content-Type", "application/merge-patch+json")).want(t, http.StatusCreated)
+	})
+}
+
+func TestSessionCookie(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		s := newServer(t, engine, identitytest.Config{})
+		s.do(t, "POST", "/v1/users", map[string]string{"email": "ada@example.com", "password": identitytest.Password}).want(t, http.StatusCreated)
+		r := s.do(t, "POST", "/v1/session", map[string]string{"email": "ada@example.com", "password": identitytest.Password}).want(t, http.StatusCreated)
+		tok := r.object(t)["token"].(string)
+		cookies := r.Header().Values("Set-Cookie")
+		if len(cookies) != 1 || cookies[0] != "__Host-session="+tok+"; Path=/; Secure; HttpOnly; SameSite=Lax" {
+			t.Fatalf("Set-Cookie = %q, want exactly __Host-session=<token>; Path=/; Secure; HttpOnly; SameSite=Lax", cookies)
+		}
+		if strings.Contains(strings.ToLower(cookies[0]), "domain") {
+			t.Error("the cookie names a Domain")
+		}
+		parsed := r.Result().Cookies()
+		if len(parsed) != 1 || parsed[0].Name != "__Host-session" || parsed[0].Value != tok || !parsed[0].Secure || !parsed[0].HttpOnly ||
+			parsed[0].SameSite != http.SameSiteLaxMode || parsed[0].Path != "/" || parsed[0].Domain != "" {
+			t.Errorf("parsed cookie = %+v", parsed)
+		}
+
+		me := s.do(t, "GET", "/v1/me", nil, cookie(tok)).want(t, http.StatusOK).object(t)
+		if me["email"] != "ada@example.com" {
+			t.Errorf("me by cookie = %v", me)
+		}
+		// A bearer header wins over the cookie.
+		s.do(t, "GET", "/v1/me", nil, cookie(tok), bearer("not-a-token")).problem(t, http.StatusUnauthorized, "unauthorized")
+
+		// Cookie-borne state changes from another origin are refused.
+		body := map[string]string{"name": "Cross Site"}
+		for _, origin := range []string{"https://evil.example", "null", "http://example.com.evil.example"} {
+			s.do(t, "POST", "/v1/accounts", body, cookie(tok), header("Origin", origin)).problem(t, http.StatusForbidden, "forbidden")
+			s.do(t, "DELETE", "/v1/session", nil, cookie(tok), header("Origin", origin)).problem(t, http.StatusForbidden, "forbidden")
+		}
+		if n := s.env.Count(t, "accounts"); n != 1 {
+			t.Errorf("accounts = %d after refused cross-origin posts", n)
+		}
+		// A cross-origin read is harmless; a same-origin write and a
+		// bearer-authenticated one from anywhere are allowed.
+		s.do(t, "GET", "/v1/me", nil, cookie(tok), header("Origin", "https://evil.example")).want(t, http.StatusOK)
+		s.do(t, "POST", "/v1/accounts", body, cookie(tok), header("Origin", "http://example.com")).want(t, http.StatusCreated)
+		s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Bearer Site"}, bearer(tok), header("Origin", "https://evil.example")).want(t, http.StatusCreated)
+
+		s.do(t, "DELETE", "/v1/session", nil, cookie(tok), header("Origin", "http://example.com")).want(t, http.StatusNoContent)
+		s.do(t, "GET", "/v1/me", nil, cookie(tok)).problem(t, http.StatusUnauthorized, "unauthorized")
+	})
+}
+
+// TestTenantMatrix: every account route answers an outsider, an unknown
+// account and a malformed id with the same 404, and a member below the
+// route's minimum role with 403, before reading the body.
+func TestTenantMatrix(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		s := newServer(t, engine, identitytest.Config{})
+		ownerID, owner := s.signUp(t, "owner@example.com")
+		acc := s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Acme"}, bearer(owner)).want(t, http.StatusCreated).object(t)["id"].(string)
+		join := func(email, role string) (string, string) {
+			id, tok := s.signUp(t, email)
+			inv := s.do(t, "POST", "/v1/accounts/"+acc+"/invitations", map[string]string{"email": email, "role": role}, bearer(owner)).want(t, http.StatusCreated).object(t)
+			s.do(t, "POST", "/v1/invitations/accept", map[string]string{"token": inv["token"].(string)}, bearer(tok)).want(t, http.StatusOK)
+			return id, tok
+		}
+		_, admin := join("admin@example.com", "admin")
+		memberID, member := join("member@example.com", "member")
+		_, outsider := s.signUp(t, "outsider@example.com")
+		unknownAcc := "6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d"
+
+		routes := []struct {
+			method, path, body string
+			below              string // a token below the minimum role, or "" when the minimum is member
+		}{
+			{"GET", "/v1/accounts/{id}", "", ""},
+			{"PATCH", "/v1/accounts/{id}", `{"name":"Taken Over"}`, member},
+			{"DELETE", "/v1/accounts/{id}", "", admin},
+			{"GET", "/v1/accounts/{id}/members", "", ""},
+			{"PATCH", "/v1/accounts/{id}/members/" + memberID, `{"role":"owner"}`, admin},
+			{"DELETE", "/v1/accounts/{id}/members/" + ownerID, "", member},
+			{"POST", "/v1/accounts/{id}/invitations", `{"email":"x@example.com","role":"admin"}`, member},
+		}
+		before := s.env.Counts(t)
+		for _, rt := range routes {
+			path := func(id string) string { return strings.Replace(rt.path, "{id}", id, 1) }
+			var body any
+			if rt.body != "" {
+				body = rt.body
+			}
+			unknown := s.do(t, rt.method, path(unknownAcc), body, bearer(owner)).problem(t, http.StatusNotFound, "not_found")
+			cases := []struct {
+				name string
+				r    resp
+			}{
+				{"Outsider", s.do(t, rt.method, path(acc), body, bearer(outsider))},
+				{"OutsiderWithBadBody", s.do(t, rt.method, path(acc), `{"bad":`, bearer(outsider))},
+				{"Malformed", s.do(t, rt.method, path("not-a-uuid"), body, bearer(owner))},
+				{"UpperCase", s.do(t, rt.method, path(strings.ToUpper(acc)), body, bearer(owner))},
+				{"Braces", s.do(t, rt.method, path("%7B"+acc+"%7D"), body, bearer(owner))},
+			}
+			for _, c := range cases {
+				p := c.r.problem(t, http.StatusNotFound, "not_found")
+				if p["detail"] != unknown["detail"] || p["code"] != unknown["code"] {
+					t.Errorf("%s %s %s: %v, want the unknown account's %v", c.name, rt.method, rt.path, p, unknown)
+				}
+			}
+			s.do(t, rt.method, path(acc), body).problem(t, http.StatusUnauthorized, "unauthorized")
+			if rt.below != "" {
+				p := s.do(t, rt.method, path(acc), body, bearer(rt.below)).problem(t, http.StatusForbidden, "forbidden")
+				if !strings.Contains(p["detail"].(string), "role") {
+					t.Errorf("403 detail %q does not say the role does not permit it", p["detail"])
+				}
+				s.do(t, rt.method, path(acc), `{"bad":`, bearer(rt.below)).problem(t, http.StatusForbidden, "forbidden")
+			}
+		}
+		if after := s.env.Counts(t); after["outbox"] != before["outbox"] || after["memberships"] != before["memberships"] || after["invitations"] != before["invitations"] {
+			t.Errorf("refused requests wrote rows: %v → %v", before, after)
+		}
+		// Members do read.
+		s.do(t, "GET", "/v1/accounts/"+acc, nil, bearer(member)).want(t, http.StatusOK)
+		s.do(t, "GET", "/v1/accounts/"+acc+"/members", nil, bearer(member)).want(t, http.StatusOK)
+		// An admin removes a member, never an owner.
+		s.do(t, "DELETE", "/v1/accounts/"+acc+"/members/"+ownerID, nil, bearer(admin)).problem(t, http.StatusForbidden, "forbidden")
+		s.do(t, "DELETE", "/v1/accounts/"+acc+"/members/"+memberID, nil, bearer(admin)).want(t, http.StatusNoContent)
+	})
+}
+
+func TestLockedAnswer(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		s := newServer(t, engine, identitytest.Config{LockoutThreshold: 3, LockoutDuration: 15 * time.Minute})
+		s.signUp(t, "ada@example.com")
+		wrong := map[string]string{"email": "ada@example.com", "password": "wrong password"}
+		right := map[string]string{"email": "ada@example.com", "password": identitytest.Password}
+		for i := 0; i < 3; i++ {
+			s.do(t, "POST", "/v1/session", wrong).problem(t, http.StatusUnauthorized, "unauthorized")
+		}
+		for _, tt := range []struct {
+			advance time.Duration
+			want    string
+		}{
+			{0, "900"},
+			{500 * time.Millisecond, "900"}, // 899.5 s rounds up
+			{14*time.Minute + 59*time.Second, "1"},
+		} {
+			s.env.Clock.Advance(tt.advance)
+			r := s.do(t, "POST", "/v1/session", right)
+			r.problem(t, http.StatusLocked, "account_locked")
+			if ra := r.Header().Get("Retry-After"); ra != tt.want {
+				t.Errorf("Retry-After = %q, want %q", ra, tt.want)
+			}
+			if n, err := strconv.Atoi(r.Header().Get("Retry-After")); err != nil || n < 1 {
+				t.Errorf("Retry-After %q is not whole seconds", r.Header().Get("Retry-After"))
+			}
+			if r.Header().Get("Set-Cookie") != "" {
+				t.Error("a locked login set a cookie")
+			}
+		}
+		s.env.Clock.Advance(time.Second)
+		s.do(t, "POST", "/v1/session", right).want(t, http.StatusCreated)
+	})
+}
+
+func TestWithoutDatabase(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	none := func(context.Context) httpx.Readiness {
+		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
+	}
+	for name, deps := range map[string]httpapi.Deps{
+		"AsIdentitycmdWiresIt": {Logger: logger, Ready: none},
+		"NoReadinessCheck":     {Logger: logger},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := &server{h: httpapi.NewHandler(deps)}
+			ready := s.do(t, "GET", "/readyz", nil).want(t, http.StatusOK).object(t)
+			wantKeys(t, "readyz", ready, "status", "deps")
+			if ready["status"] != "ok" || ready["deps"] != "none" {
+				t.Errorf("readyz = %v", ready)
+			}
+			s.do(t, "GET", "/healthz", nil).want(t, http.StatusOK)
+			for _, rt := range []struct{ method, path, body string }{
+				{"POST", "/v1/users", `{"email":"a@b.co","password":"12345678"}`},
+				{"POST", "/v1/session", `{"email":"a@b.co","password":"12345678"}`},
+				{"DELETE", "/v1/session", ""},
+				{"GET", "/v1/me", ""},
+				{"GET", "/v1/operator/me", ""},
+				{"GET", "/v1/operator/users?query=ab", ""},
+				{"GET", "/v1/accounts", ""},
+				{"POST", "/v1/accounts", `{"name":"Acme"}`},
+				{"GET", "/v1/accounts/6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d", ""},
+				{"PATCH", "/v1/accounts/6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d", `{"name":"B"}`},
+				{"DELETE", "/v1/accounts/6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d", ""},
+				{"GET", "/v1/accounts/6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d/members", ""},
+				{"PATCH", "/v1/accounts/6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d/members/6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3e", `{"role":"admin"}`},
+				{"DELETE", "/v1/accounts/6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d/members/6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3e", ""},
+				{"POST", "/v1/accounts/6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d/invitations", `{"email":"a@b.co","role":"member"}`},
+				{"POST", "/v1/invitations/accept", `{"token":"x"}`},
+				{"GET", "/.well-known/jwks.json", ""},
+			} {
+				var body any
+				if rt.body != "" {
+					body = rt.body
+				}
+				s.do(t, rt.method, rt.path, body, bearer("anything")).problem(t, http.StatusNotFound, "not_found")
+			}
+		})
+	}
+}
+
+// TestSecretsStayOutOfLogs: passwords, tokens and invitation tokens never
+// reach the log, whatever the request.
+func TestSecretsStayOutOfLogs(t *testing.T) {
+	s := newServer(t, sqldb.SQLite, identitytest.Config{})
+	_, owner := s.signUp(t, "owner@example.com")
+	acc := s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Acme"}, bearer(owner)).want(t, http.StatusCreated).object(t)["id"].(string)
+	inv := s.do(t, "POST", "/v1/accounts/"+acc+"/invitations", map[string]string{"email": "j@example.com", "role": "member"}, bearer(owner)).want(t, http.StatusCreated).object(t)["token"].(string)
+	_, joiner := s.signUp(t, "j@example.com")
+	s.do(t, "POST", "/v1/invitations/accept", map[string]string{"token": inv}, bearer(joiner)).want(t, http.StatusOK)
+	s.do(t, "POST", "/v1/session", map[string]string{"email": "owner@example.com", "password": "wrong secret pw"}).want(t, http.StatusUnauthorized)
+	s.do(t, "GET", "/v1/operator/users?query=secret-query", nil, bearer(owner)).want(t, http.StatusForbidden)
+	logs := s.logs.String()
+	if !strings.Contains(logs, `"path":"/v1/session"`) {
+		t.Fatalf("no request was logged: %q", logs)
+	}
+	for _, secret := range []string{identitytest.Password, "wrong secret pw", owner, joiner, inv, "secret-query"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the log holds a secret (%.12s…)", secret)
+		}
+	}
+}

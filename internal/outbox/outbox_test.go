@@ -1,0 +1,447 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/platformco/platform/internal/events"
+	"github.com/platformco/platform/internal/events/eventstest"
+	"github.com/platformco/platform/internal/identity/sqlstore"
+	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/sqldb/sqltest"
+)
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// insertRows writes n outbox rows the way identity's store does: a new
+// envelope id, published_at null, attempts 0, next_attempt_at = created_at.
+func insertRows(t testing.TB, db *sqldb.DB, n int) []string {
+	t.Helper()
+	ids := make([]string, 0, n)
+	for start := 0; start < n; start += 200 {
+		err := db.InTx(context.Background(), func(tx *sqldb.Tx) error {
+			for i := start; i < min(start+200, n); i++ {
+				id, user := uuid.NewString(), uuid.NewString()
+				data := fmt.Sprintf(`{"user_id":%q,"email":"user%d@example.com"}`, user, i)
+				_, err := tx.Exec(context.Background(), `INSERT INTO outbox
+					(id, type, source, subject, time, data, created_at, next_attempt_at)
+					VALUES ($1, 'identity.user.created', 'identity', $2, $3, $4, $3, $3)`,
+					id, user, tx.Now, data)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("insert outbox rows: %v", err)
+		}
+	}
+	return ids
+}
+
+func countUnpublished(t testing.TB, db *sqldb.DB) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func rows(t testing.TB, db *sqldb.DB) []Row {
+	t.Helper()
+	rs, err := List(context.Background(), db, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// assertExactlyOnce checks that the stream holds each id once and nothing
+// else, and that each message is the row's envelope on events.<type>.
+func assertExactlyOnce(t *testing.T, msgs []eventstest.Message, ids []string, b *eventstest.Broker) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, m := range msgs {
+		seen[m.Envelope.ID]++
+		if m.MsgID != m.Envelope.ID {
+			t.Errorf("Nats-Msg-Id %q, envelope id %q", m.MsgID, m.Envelope.ID)
+		}
+		if want := b.Stream.Subject(m.Envelope.Type); m.Subject != want {
+			t.Errorf("subject %q, want %q", m.Subject, want)
+		}
+	}
+	for _, id := range ids {
+		if seen[id] != 1 {
+			t.Errorf("event %s is in the stream %d times, want once", id, seen[id])
+		}
+	}
+	if len(msgs) != len(ids) {
+		t.Errorf("stream holds %d messages, want %d", len(msgs), len(ids))
+	}
+}
+
+func runPublishers(t *testing.T, n int, pubs ...*Publisher) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, p := range pubs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = p.Run(ctx)
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+func TestTwoPublishersDeliverEveryRowOnce(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		eventstest.Each(t, func(t *testing.T, b *eventstest.Broker) {
+			db := sqltest.Open(t, engine, sqlstore.Migrations)
+			ids := insertRows(t, db, 1000)
+			_, js1 := eventstest.Connect(t, b)
+			_, js2 := eventstest.Connect(t, b)
+			opts := Options{Service: "identity", Stream: b.Stream, BatchSize: 50, PollInterval: 10 * time.Millisecond}
+			stop := runPublishers(t, 2,
+				NewPublisher(db, js1, opts, discard()),
+				NewPublisher(db, js2, opts, discard()))
+			eventstest.Eventually(t, 60*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
+			stop()
+
+			for _, r := range rows(t, db) {
+				if r.PublishedAt == nil || r.ParkedAt != nil || r.LastError != "" || r.Attempts != 1 {
+					t.Fatalf("row %d: published_at %v parked_at %v attempts %d error %q", r.Seq, r.PublishedAt, r.ParkedAt, r.Attempts, r.LastError)
+				}
+			}
+			assertExactlyOnce(t, eventstest.ReadStream(t, js1, b), ids, b)
+		})
+	})
+}
+
+func TestBrokerDownRowsWaitThenDeliver(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		b := eventstest.Embedded(t)
+		db := sqltest.Open(t, engine, sqlstore.Migrations)
+		nc, js := eventstest.Connect(t, b)
+		eventstest.EnsureStream(t, js, b)
+		ids := insertRows(t, db, 40)
+		p := NewPublisher(db, js, Options{Stream: b.Stream, BatchSize: 50, RetryBase: time.Millisecond, RetryMax: time.Millisecond}, discard())
+
+		b.Server.Shutdown()
+		for attempt := 1; attempt <= 2; attempt++ {
+			// Each batch claims every due row and fails them all.
+			eventstest.Eventually(t, 10*time.Second, fmt.Sprintf("attempt %d on every row", attempt), func() bool {
+				n, err := p.PublishBatch(ctx)
+				if err != nil || n != 0 {
+					t.Fatalf("PublishBatch with the broker down: published %d, err %v", n, err)
+				}
+				for _, r := range rows(t, db) {
+					if r.Attempts < attempt {
+						return false
+					}
+				}
+				return true
+			})
+		}
+		for _, r := range rows(t, db) {
+			if r.PublishedAt != nil || r.ParkedAt != nil || r.LastError == "" || r.Attempts != 2 {
+				t.Fatalf("row %d after two failed attempts: published_at %v parked_at %v attempts %d error %q",
+					r.Seq, r.PublishedAt, r.ParkedAt, r.Attempts, r.LastError)
+			}
+		}
+
+		b.Restart(t)
+		eventstest.Eventually(t, 10*time.Second, "reconnect", nc.IsConnected)
+		stop := runPublishers(t, 1, p)
+		eventstest.Eventually(t, 30*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
+		stop()
+		for _, r := range rows(t, db) {
+			if r.Attempts != 3 || r.LastError != "" {
+				t.Errorf("row %d: attempts %d error %q, want 3 and none", r.Seq, r.Attempts, r.LastError)
+			}
+		}
+		assertExactlyOnce(t, eventstest.ReadStream(t, js, b), ids, b)
+	})
+}
+
+// A publisher killed after publishing and before committing leaves its rows
+// unpublished; the next claim republishes them and the stream's duplicate
+// window keeps one copy of each.
+func TestPublisherKilledMidBatchLosesNothing(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		eventstest.Each(t, func(t *testing.T, b *eventstest.Broker) {
+			ctx := context.Background()
+			db := sqltest.Open(t, engine, sqlstore.Migrations)
+			_, js := eventstest.Connect(t, b)
+			eventstest.EnsureStream(t, js, b)
+			ids := insertRows(t, db, 30)
+
+			killed := errors.New("publisher killed")
+			opts := Options{Stream: b.Stream}
+			opts.beforeCommit = func(context.Context) error { return killed }
+			if _, err := NewPublisher(db, js, opts, discard()).PublishBatch(ctx); !errors.Is(err, killed) {
+				t.Fatalf("killed publisher: got %v", err)
+			}
+			if got := len(eventstest.ReadStream(t, js, b)); got != 30 {
+				t.Fatalf("the killed publisher sent %d messages, want 30", got)
+			}
+			for _, r := range rows(t, db) {
+				if r.PublishedAt != nil || r.Attempts != 0 {
+					t.Fatalf("row %d after the kill: published_at %v attempts %d, want untouched", r.Seq, r.PublishedAt, r.Attempts)
+				}
+			}
+
+			n, err := NewPublisher(db, js, Options{Stream: b.Stream}, discard()).PublishBatch(ctx)
+			if err != nil || n != 30 {
+				t.Fatalf("next publisher: published %d, err %v", n, err)
+			}
+			if countUnpublished(t, db) != 0 {
+				t.Fatal("rows left unpublished")
+			}
+			assertExactlyOnce(t, eventstest.ReadStream(t, js, b), ids, b)
+		})
+	})
+}
+
+// On PostgreSQL a publisher holding a batch (here: stalled between publish
+// and commit) does not stop another from publishing the rows after it, and
+// its rows return to the pool when it dies.
+func TestLockedRowsAreSkippedAndReclaimed(t *testing.T) {
+	if len(sqltest.Engines()) < 2 {
+		t.Skip("TEST_DATABASE_URL not set: SKIP LOCKED is PostgreSQL's")
+	}
+	ctx := context.Background()
+	b := eventstest.Embedded(t)
+	db := sqltest.Open(t, sqldb.Postgres, sqlstore.Migrations)
+	_, js := eventstest.Connect(t, b)
+	eventstest.EnsureStream(t, js, b)
+	ids := insertRows(t, db, 20)
+
+	held, release := make(chan struct{}), make(chan struct{})
+	stalled := Options{Stream: b.Stream, BatchSize: 10}
+	stalled.beforeCommit = func(context.Context) error {
+		close(held)
+		<-release
+		return errors.New("publisher died")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := NewPublisher(db, js, stalled, discard()).PublishBatch(ctx)
+		done <- err
+	}()
+	<-held
+
+	other := NewPublisher(db, js, Options{Stream: b.Stream, BatchSize: 100}, discard())
+	if n, err := other.PublishBatch(ctx); err != nil || n != 10 {
+		t.Fatalf("while the first 10 are locked: published %d, err %v; want the other 10", n, err)
+	}
+	close(release)
+	if err := <-done; err == nil {
+		t.Fatal("stalled publisher committed")
+	}
+	if n, err := other.PublishBatch(ctx); err != nil || n != 10 {
+		t.Fatalf("after the stalled one died: published %d, err %v; want its 10", n, err)
+	}
+	assertExactlyOnce(t, eventstest.ReadStream(t, js, b), ids, b)
+}
+
+func TestRowsParkAfterMaxAttempts(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		b := eventstest.Embedded(t)
+		db := sqltest.Open(t, engine, sqlstore.Migrations)
+		_, js := eventstest.Connect(t, b)
+		eventstest.EnsureStream(t, js, b)
+		insertRows(t, db, 3)
+		b.Server.Shutdown()
+
+		p := NewPublisher(db, js, Options{Stream: b.Stream, MaxAttempts: 3, RetryBase: time.Millisecond, RetryMax: time.Millisecond}, discard())
+		eventstest.Eventually(t, 10*time.Second, "every row parked", func() bool {
+			if _, err := p.PublishBatch(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows(t, db) {
+				if r.ParkedAt == nil {
+					return false
+				}
+			}
+			return true
+		})
+		for _, r := range rows(t, db) {
+			if r.Attempts != 3 || r.PublishedAt != nil || r.LastError == "" {
+				t.Errorf("parked row %d: attempts %d published_at %v error %q", r.Seq, r.Attempts, r.PublishedAt, r.LastError)
+			}
+		}
+		// A parked row is never claimed again, and never deleted.
+		time.Sleep(5 * time.Millisecond) // let the last back-off pass, so only parking keeps them out
+		if n, err := p.PublishBatch(ctx); n != 0 || err != nil {
+			t.Fatalf("parked rows claimed: %d, %v", n, err)
+		}
+		if _, err := db.Exec(ctx, `DELETE FROM outbox`); !sqldb.IsRaised(err) {
+			t.Fatalf("deleting unpublished rows: got %v, want the trigger's refusal", err)
+		}
+	})
+}
+
+// A row that cannot make a valid envelope is parked at once, and the rest
+// of its batch is published.
+func TestInvalidRowParkedOthersPublished(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		b := eventstest.Embedded(t)
+		db := sqltest.Open(t, engine, sqlstore.Migrations)
+		_, js := eventstest.Connect(t, b)
+		eventstest.EnsureStream(t, js, b)
+		before := insertRows(t, db, 2)
+		bad := uuid.NewString()
+		now := sqldb.Timestamp(time.Now())
+		if _, err := db.Exec(ctx, `INSERT INTO outbox (id, type, source, subject, time, data, created_at, next_attempt_at)
+			VALUES ($1, 'identity.user.create', 'identity', $2, $3, '{}', $3, $3)`, bad, uuid.NewString(), now); err != nil {
+			t.Fatal(err)
+		}
+		after := insertRows(t, db, 2)
+
+		n, err := NewPublisher(db, js, Options{Service: "identity", Stream: b.Stream}, discard()).PublishBatch(ctx)
+		if err != nil || n != 4 {
+			t.Fatalf("published %d, err %v; want 4", n, err)
+		}
+		for _, r := range rows(t, db) {
+			if r.Envelope.ID == bad {
+				if r.ParkedAt == nil || r.PublishedAt != nil || !strings.Contains(r.LastError, "vocabulary") {
+					t.Errorf("bad row: parked_at %v published_at %v error %q", r.ParkedAt, r.PublishedAt, r.LastError)
+				}
+			}
+		}
+		assertExactlyOnce(t, eventstest.ReadStream(t, js, b), append(before, after...), b)
+	})
+}
+
+func TestStartPublishesInBackground(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		b := eventstest.Embedded(t)
+		db := sqltest.Open(t, engine, sqlstore.Migrations)
+		ids := insertRows(t, db, 10)
+		stop, err := Start(context.Background(), db, b.URL, Options{Service: "identity"}, discard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventstest.Eventually(t, 30*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
+		stop()
+		stop() // idempotent
+		_, js := eventstest.Connect(t, b)
+		assertExactlyOnce(t, eventstest.ReadStream(t, js, b), ids, b)
+		// Stream created by the publisher, with at least the minimum window.
+		str, err := js.Stream(context.Background(), events.DefaultStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := str.CachedInfo().Config.Duplicates; d < events.MinDuplicateWindow {
+			t.Errorf("duplicate window %s", d)
+		}
+	})
+}
+
+func TestStartRefusesMalformedURL(t *testing.T) {
+	db := sqltest.Open(t, sqldb.SQLite, sqlstore.Migrations)
+	for _, u := range []string{"http://127.0.0.1:4222", "127.0.0.1:4222", "nats://"} {
+		if _, err := Start(context.Background(), db, u, Options{}, discard()); err == nil {
+			t.Errorf("Start(%q) accepted", u)
+		}
+	}
+}
+
+func TestEnsureStream(t *testing.T) {
+	ctx := context.Background()
+	b := eventstest.Embedded(t)
+	_, js := eventstest.Connect(t, b)
+
+	// An existing stream with a short window is widened.
+	cfg := events.Stream{}.Config()
+	cfg.Duplicates = 30 * time.Second
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureStream(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	str, err := js.Stream(ctx, events.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := str.CachedInfo().Config.Duplicates; got != events.MinDuplicateWindow {
+		t.Errorf("duplicate window %s, want %s", got, events.MinDuplicateWindow)
+	}
+	if err := EnsureStream(ctx, js); err != nil {
+		t.Errorf("second EnsureStream: %v", err)
+	}
+
+	// A stream of that name on other subjects is not ours to change.
+	other := events.Stream{Name: "OTHER", SubjectPrefix: "other"}
+	if _, err := events.EnsureStream(ctx, js, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := events.EnsureStream(ctx, js, events.Stream{Name: "OTHER", SubjectPrefix: "different"}); err == nil {
+		t.Error("EnsureStream accepted a stream with other subjects")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	o := Options{RetryBase: time.Second, RetryMax: 10 * time.Second}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
+	for i, w := range want {
+		if got := o.Backoff(i + 1); got != w {
+			t.Errorf("Backoff(%d) = %s, want %s", i+1, got, w)
+		}
+	}
+	// The back-off never outgrows the duplicate window.
+	long := Options{RetryMax: time.Hour}.withDefaults()
+	if long.RetryMax+long.AckTimeout >= long.Stream.DuplicateWindow {
+		t.Errorf("RetryMax %s + AckTimeout %s not inside the window %s", long.RetryMax, long.AckTimeout, long.Stream.DuplicateWindow)
+	}
+}
+
+func TestEnvelopeOnTheWire(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		b := eventstest.Embedded(t)
+		db := sqltest.Open(t, engine, sqlstore.Migrations)
+		_, js := eventstest.Connect(t, b)
+		eventstest.EnsureStream(t, js, b)
+		at := time.Date(2025, 3, 1, 9, 30, 0, 123456000, time.UTC)
+		id, user := uuid.NewString(), uuid.NewString()
+		if _, err := db.Exec(ctx, `INSERT INTO outbox (id, type, source, subject, time, data, created_at, next_attempt_at)
+			VALUES ($1, 'identity.user.created', 'identity', $2, $3, $4, $3, $3)`,
+			id, user, at, fmt.Sprintf(`{"user_id": %q, "email": "ada@example.com"}`, user)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := NewPublisher(db, js, Options{Stream: b.Stream}, discard()).PublishBatch(ctx); n != 1 || err != nil {
+			t.Fatalf("published %d, %v", n, err)
+		}
+		msgs := eventstest.ReadStream(t, js, b)
+		if len(msgs) != 1 {
+			t.Fatalf("%d messages", len(msgs))
+		}
+		got := msgs[0].Envelope
+		if got.ID != id || got.Subject != user || !got.Time.Equal(at) || got.Source != "identity" {
+			t.Errorf("envelope %+v", got)
+		}
+		var data map[string]string
+		if err := json.Unmarshal(got.Data, &data); err != nil || data["user_id"] != user || data["email"] != "ada@example.com" {
+			t.Errorf("data %s (%v)", got.Data, err)
+		}
+	})
+}
