@@ -61,9 +61,7 @@ func (s *Service) RenameAccount(ctx context.Context, p Principal, name string) (
 	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
 		return Account{}, err
 	}
-	a, err := s.store.RenameAccount(ctx, p.Account.ID, name)
-	a.Role = p.Account.Role
-	return a, err
+	return s.store.RenameAccount(ctx, p.Account.ID, name, p.User.ID)
 }
 
 // DeleteAccount removes the principal's account and everything scoped by
@@ -75,7 +73,7 @@ func (s *Service) DeleteAccount(ctx context.Context, p Principal) error {
 	if p.Account.Personal {
 		return ErrPersonalAccount
 	}
-	return s.store.DeleteAccount(ctx, p.Account.ID)
+	return s.store.DeleteAccount(ctx, p.Account.ID, p.User.ID)
 }
 
 // ListMembers lists the principal's account's members. Errors: as Authorize.
@@ -111,7 +109,7 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID string) 
 	if !validUUID(userID) {
 		return ErrMemberNotFound
 	}
-	return s.store.RemoveMember(ctx, p.Account.ID, userID, p.User.ID, p.Account.Role)
+	return s.store.RemoveMember(ctx, p.Account.ID, userID, p.User.ID)
 }
 
 // Invite issues an invitation to the principal's account; the token is

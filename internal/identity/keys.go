@@ -234,9 +234,9 @@ func (r *KeyRing) Sign(c Claims) (string, error) {
 }
 
 // Verify checks a token's signature against a published key (pinned to
-// EdDSA), its issuer and its expiry, and returns its claims.
-// Errors: ErrUnauthorized.
-func (r *KeyRing) Verify(token, issuer string) (Claims, error) {
+// EdDSA), its issuer and its expiry on the clock now, and returns its
+// claims. Errors: ErrUnauthorized.
+func (r *KeyRing) Verify(token, issuer string, now func() time.Time) (Claims, error) {
 	var c Claims
 	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
@@ -252,6 +252,7 @@ func (r *KeyRing) Verify(token, issuer string) (Claims, error) {
 		jwt.WithIssuer(issuer),
 		jwt.WithExpirationRequired(),
 		jwt.WithLeeway(5*time.Second),
+		jwt.WithTimeFunc(now),
 	)
 	if err != nil || c.Subject == "" || c.SID == "" {
 		return Claims{}, ErrUnauthorized

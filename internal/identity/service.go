@@ -156,7 +156,7 @@ func (s *Service) Authenticate(ctx context.Context, token, accountID string) (Pr
 	if token == "" {
 		return Principal{}, ErrUnauthorized
 	}
-	c, err := s.keys.Verify(token, s.opts.Issuer)
+	c, err := s.keys.Verify(token, s.opts.Issuer, s.opts.Now)
 	if err != nil {
 		return Principal{}, err
 	}

@@ -61,10 +61,14 @@ type Store interface {
 	// CreateAccount creates a team account owned by ownerID. Errors: ErrSlugTaken.
 	CreateAccount(ctx context.Context, ownerID, name, slug string) (Account, error)
 	// RenameAccount changes an account's name (never its slug).
-	RenameAccount(ctx context.Context, accountID, name string) (Account, error)
+	// The caller's role is re-read under the account's lock here and in
+	// every method below that names a caller (by, invitedBy), so a role
+	// lost since authentication is not used. Errors: ErrAccountNotFound,
+	// ErrRoleForbidden.
+	RenameAccount(ctx context.Context, accountID, name, by string) (Account, error)
 	// DeleteAccount removes an account and everything scoped by it.
 	// Errors: ErrPersonalAccount, ErrAccountNotFound.
-	DeleteAccount(ctx context.Context, accountID string) error
+	DeleteAccount(ctx context.Context, accountID, by string) error
 	// ListMembers returns an account's memberships, oldest first.
 	ListMembers(ctx context.Context, accountID string) ([]Membership, error)
 	// ChangeRole sets a member's role; the last owner is never demoted.
@@ -77,7 +81,7 @@ type Store interface {
 	// change is made (byRole may be stale). Errors: ErrMemberNotFound,
 	// ErrOwnerByAdmin, ErrLastOwnerRemoved, ErrRoleForbidden,
 	// ErrAccountNotFound (by is no longer a member).
-	RemoveMember(ctx context.Context, accountID, userID string, by string, byRole Role) error
+	RemoveMember(ctx context.Context, accountID, userID, by string) error
 	// CreateInvitation stores an invitation under the digest of its token.
 	CreateInvitation(ctx context.Context, inv Invitation, tokenDigest, invitedBy string) (Invitation, error)
 	// AcceptInvitation consumes the invitation with tokenDigest and makes

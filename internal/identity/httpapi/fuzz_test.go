@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/sqlstore"
-	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )

@@ -10,6 +10,7 @@ import (
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/identity"
+	"github.com/platformco/platform/internal/openapi"
 )
 
 // Deps are what the handlers need. Service is nil when no database is
@@ -36,6 +37,7 @@ func NewHandler(d Deps) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpx.Healthz())
 	mux.Handle("GET /readyz", httpx.Readyz(d.Ready))
+	mux.Handle("GET /openapi.json", openapi.Handler(openapiDocument))
 	mux.HandleFunc("/", a.notFound)
 	if d.Service != nil {
 		a.routes(mux)

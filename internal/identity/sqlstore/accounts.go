@@ -58,10 +58,16 @@ func (s *Store) CreateAccount(ctx context.Context, ownerID, name, slug string) (
 }
 
 // RenameAccount implements identity.Store.
-func (s *Store) RenameAccount(ctx context.Context, accountID, name string) (identity.Account, error) {
+func (s *Store) RenameAccount(ctx context.Context, accountID, name, by string) (identity.Account, error) {
 	var a identity.Account
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		var err error
+		if err := lockAccount(ctx, tx, accountID); err != nil {
+			return err
+		}
+		role, err := actorRole(ctx, tx, accountID, by, identity.MinRoleRename)
+		if err != nil {
+			return err
+		}
 		a, err = scanAccount(tx.QueryRow(ctx, `
 			UPDATE accounts SET name = $2, updated_at = $3 WHERE id = $1
 			RETURNING id, name, slug, personal, created_at, updated_at`, accountID, name, tx.Now))
@@ -71,6 +77,7 @@ func (s *Store) RenameAccount(ctx context.Context, accountID, name string) (iden
 		if err != nil {
 			return err
 		}
+		a.Role = role
 		return writeEvents(ctx, tx, identity.AccountUpdated(a))
 	})
 	return a, err
@@ -78,7 +85,7 @@ func (s *Store) RenameAccount(ctx context.Context, accountID, name string) (iden
 
 // DeleteAccount implements identity.Store. Memberships and invitations go
 // with the account (ON DELETE CASCADE), in the same transaction.
-func (s *Store) DeleteAccount(ctx context.Context, accountID string) error {
+func (s *Store) DeleteAccount(ctx context.Context, accountID, by string) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		var personal bool
 		err := tx.QueryRow(ctx, `SELECT personal FROM accounts WHERE id = $1`+tx.DB().ForUpdate(), accountID).Scan(&personal)
@@ -86,6 +93,9 @@ func (s *Store) DeleteAccount(ctx context.Context, accountID string) error {
 			return identity.ErrAccountNotFound
 		}
 		if err != nil {
+			return err
+		}
+		if _, err := actorRole(ctx, tx, accountID, by, identity.MinRoleDelete); err != nil {
 			return err
 		}
 		if personal {
@@ -219,7 +229,7 @@ func (s *Store) ChangeRole(ctx context.Context, accountID, userID string, role i
 }
 
 // RemoveMember implements identity.Store.
-func (s *Store) RemoveMember(ctx context.Context, accountID, userID, by string, byRole identity.Role) error {
+func (s *Store) RemoveMember(ctx context.Context, accountID, userID, by string) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		if err := lockAccount(ctx, tx, accountID); err != nil {
 			return err
@@ -255,6 +265,12 @@ func (s *Store) RemoveMember(ctx context.Context, accountID, userID, by string, 
 func (s *Store) CreateInvitation(ctx context.Context, inv identity.Invitation, digest, invitedBy string) (identity.Invitation, error) {
 	inv.ID = uuid.NewString()
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		if err := lockAccount(ctx, tx, inv.AccountID); err != nil {
+			return err
+		}
+		if _, err := actorRole(ctx, tx, inv.AccountID, invitedBy, identity.MinRoleInvite); err != nil {
+			return err
+		}
 		inv.CreatedAt, inv.ExpiresAt = tx.Now, tx.Now.Add(identity.InvitationTTL)
 		_, err := tx.Exec(ctx, `
 			INSERT INTO invitations (id, account_id, email, role, token_digest, invited_by, created_at, expires_at)

@@ -207,11 +207,15 @@ func TestDeleteAccount(t *testing.T) {
 				t.Errorf("personal account refusal = %v", err)
 			}
 			// The store refuses on its own too.
-			if err := env.Store.DeleteAccount(ctx, personal.Account.ID); !errors.Is(err, identity.ErrPersonalAccount) {
+			if err := env.Store.DeleteAccount(ctx, personal.Account.ID, personal.User.ID); !errors.Is(err, identity.ErrPersonalAccount) {
 				t.Errorf("store delete of a personal account: %v", err)
 			}
-			if err := env.Store.DeleteAccount(ctx, "6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d"); !errors.Is(err, identity.ErrAccountNotFound) {
+			if err := env.Store.DeleteAccount(ctx, "6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d", owner.User.ID); !errors.Is(err, identity.ErrAccountNotFound) {
 				t.Errorf("store delete of an unknown account: %v", err)
+			}
+			// A role lost since authentication is re-checked in the store.
+			if err := env.Store.DeleteAccount(ctx, owner.Account.ID, admin.User.ID); !errors.Is(err, identity.ErrRoleForbidden) {
+				t.Errorf("store delete by an admin: %v, want ErrRoleForbidden", err)
 			}
 		})
 

@@ -3,7 +3,7 @@
 -- case-insensitive without a functional index.
 CREATE TABLE users (
     id            uuid PRIMARY KEY,
-    email         text NOT NULL,
+    email         text COLLATE "C" NOT NULL,
     display_name  text NOT NULL DEFAULT '',
     password_hash text NOT NULL,
     staff         boolean NOT NULL DEFAULT false,
