@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/platformco/platform/internal/e2e"
+)
+
+// TestReadmeWalk starts `platform dev` and runs, with bash, exactly the
+// commands between the walk markers of README.md.
+func TestReadmeWalk(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the walk needs %s", tool)
+		}
+	}
+	for _, port := range []string{"8080", "8081", "8082"} {
+		ln, err := net.Listen("tcp", ":"+port)
+		if err != nil {
+			t.Skipf("port %s is taken (a platform dev already running?): %v", port, err)
+		}
+		ln.Close()
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := walkScript(t, string(readme))
+
+	bin := e2e.Binary(t)
+	dir := t.TempDir()
+	dev, devOut := startDev(t, bin, dir)
+	if !strings.Contains(devOut.String(), "identity staff add") {
+		t.Errorf("the banner does not say how to make a user staff:\n%s", devOut.String())
+	}
+
+	// `go run ./cmd/platform …` in the walk runs the binary under test.
+	prelude := `go() { if [ "$1" = run ] && [ "$2" = ./cmd/platform ]; then shift 2; "` + bin + `" "$@"; else command go "$@"; fi; }` + "\n"
+	walk := exec.Command("bash", "-euo", "pipefail", "-c", prelude+script)
+	walk.Dir = dir
+	out, err := walk.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README walk failed: %v\n%s\n--- platform dev ---\n%s", err, out, devOut)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if last := lines[len(lines)-1]; last != "410" {
+		t.Errorf("second redemption answered %s, want 410\n%s", last, out)
+	}
+	if !strings.Contains(string(out), `"artifact":"platform"`) {
+		t.Errorf("the redemption did not name the artifact:\n%s", out)
+	}
+	key, err := os.ReadFile(filepath.Join(dir, "data", "master.key"))
+	if err != nil {
+		t.Fatalf("master key not in ./data: %v", err)
+	}
+
+	// Ctrl-C stops everything cleanly; a second start reuses the data.
+	stopDev(t, dev)
+	if code := dev.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("platform dev exited %d after Ctrl-C, want 0\n%s", code, devOut.String())
+	}
+	dev, _ = startDev(t, bin, dir)
+	defer stopDev(t, dev)
+	e2e.Client{Base: "http://127.0.0.1:8080"}.Do(t, "POST", "/v1/session",
+		map[string]string{"email": "alice@example.com", "password": "correct horse battery"}).Expect(t, 201)
+	again, _ := os.ReadFile(filepath.Join(dir, "data", "master.key"))
+	if !bytes.Equal(key, again) {
+		t.Errorf("the master key changed on the second start")
+	}
+}
+
+func startDev(t *testing.T, bin, dir string) (*exec.Cmd, *syncBuf) {
+	t.Helper()
+	dev := exec.Command(bin, "dev")
+	dev.Dir = dir
+	out := &syncBuf{}
+	dev.Stdout, dev.Stderr = out, out
+	if err := dev.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopDev(t, dev) })
+	e2e.Eventually(t, 30*time.Second, "platform dev to be ready", func() bool {
+		return strings.Contains(out.String(), "platform dev is running") &&
+			(e2e.Client{Base: "http://127.0.0.1:8080"}).Do(t, "GET", "/readyz", nil).Status == 200
+	})
+	return dev, out
+}
+
+func stopDev(t *testing.T, dev *exec.Cmd) {
+	if dev.ProcessState != nil {
+		return
+	}
+	_ = dev.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = dev.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = dev.Process.Kill()
+		<-done
+		t.Errorf("platform dev did not stop on Ctrl-C")
+	}
+}
+
+type syncBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// walkScript returns the shell code blocks between the walk markers.
+func walkScript(t *testing.T, readme string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readme, "<!-- walk:begin -->")
+	body, _, ok2 := strings.Cut(rest, "<!-- walk:end -->")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no walk markers")
+	}
+	var script strings.Builder
+	inCode := false
+	for _, line := range strings.Split(body, "\n") {
+		switch {
+		case strings.HasPrefix(line, "```"):
+			inCode = !inCode
+		case inCode:
+			script.WriteString(line + "\n")
+		}
+	}
+	return script.String()
+}
