@@ -20,6 +20,7 @@ import (
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -137,7 +138,10 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	readiness := func(context.Context) httpx.Readiness {
 		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
 	}
-	var svc *box.Service
+	var (
+		svc  *box.Service
+		idem *idempotency.Store
+	)
 	if cfg.DatabaseURL != "" {
 		db, err := sqldb.Open(ctx, cfg.DatabaseURL)
 		if err != nil {
@@ -151,9 +155,10 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		identity := identityclient.New(cfg.IdentityURL, cfg.IdentityTimeout, logger)
 		defer identity.Close()
 		svc = box.NewService(sqlstore.New(db), identity, cfg.CapabilityTTL)
+		idem = idempotency.New(db)
 		readiness = databaseReadiness(db, logger)
 	}
-	return httpx.Serve(ctx, ln, httpapi.New(svc, logger, readiness), logger)
+	return httpx.Serve(ctx, ln, httpapi.New(svc, logger, readiness, idem), logger)
 }
 
 // databaseReadiness is ready while the database answers within two seconds

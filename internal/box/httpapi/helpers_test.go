@@ -19,6 +19,7 @@ import (
 	"github.com/platformco/platform/internal/box/identityclient"
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
@@ -168,7 +169,7 @@ func newEnv(t testing.TB, engine sqldb.Engine, opts envOptions) *env {
 	svc := box.NewService(sqlstore.New(e.db), client, opts.capabilityTTL)
 	e.handler = httpapi.New(svc, logger, func(context.Context) httpx.Readiness {
 		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok"}}
-	})
+	}, idempotency.New(e.db))
 	return e
 }
 

@@ -5,31 +5,43 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/idempotency"
 )
 
 // New returns box's handler. With a nil svc (no DATABASE_URL) only the
-// probes exist and every /v1 call is 404. readiness answers /readyz.
-func New(svc *box.Service, logger *slog.Logger, readiness func(context.Context) httpx.Readiness) http.Handler {
+// probes exist and every /v1 call is 404. readiness answers /readyz. With
+// idem, the creating POSTs honour Idempotency-Key.
+func New(svc *box.Service, logger *slog.Logger, readiness func(context.Context) httpx.Readiness, idem *idempotency.Store) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpx.Healthz())
 	mux.Handle("GET /readyz", httpx.Readyz(readiness))
 	if svc != nil {
 		h := &handlers{svc: svc, logger: logger}
 		mux.HandleFunc("GET /v1/operator/entitlements", h.listEntitlements)
-		mux.HandleFunc("POST /v1/operator/entitlements", h.grant)
+		once := func(fn http.HandlerFunc) http.Handler {
+			if idem == nil {
+				return fn
+			}
+			return idem.Wrap(callerScope, func(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+				writeEnvelope(w, status, code, message)
+			}, fn)
+		}
+		mux.Handle("POST /v1/operator/entitlements", once(h.grant))
 		mux.HandleFunc("POST /v1/operator/entitlements/{id}/revoke", h.revoke)
 		mux.HandleFunc("GET /v1/operator/releases", h.listReleases)
-		mux.HandleFunc("POST /v1/operator/releases", h.publishRelease)
+		mux.Handle("POST /v1/operator/releases", once(h.publishRelease))
 		mux.HandleFunc("GET /v1/accounts/{account_id}/entitlements", h.customerEntitlements)
-		mux.HandleFunc("POST /v1/accounts/{account_id}/artifact_fetches", h.fetchArtifact)
+		mux.Handle("POST /v1/accounts/{account_id}/artifact_fetches", once(h.fetchArtifact))
 		mux.HandleFunc("GET /v1/accounts/{account_id}/releases", h.accountReleases)
-		mux.HandleFunc("POST /v1/accounts/{account_id}/approvals", h.approve)
-		mux.HandleFunc("POST /v1/accounts/{account_id}/claims", h.claim)
+		mux.Handle("POST /v1/accounts/{account_id}/approvals", once(h.approve))
+		mux.Handle("POST /v1/accounts/{account_id}/claims", once(h.claim))
 		mux.HandleFunc("GET /v1/accounts/{account_id}/audit-events", h.timeline)
 		mux.HandleFunc("POST /v1/capabilities/redeem", h.redeem)
 	}
@@ -60,4 +72,16 @@ func fallback(mux *http.ServeMux) http.Handler {
 		}
 		writeEnvelope(w, http.StatusNotFound, box.CodeNotFound, box.MsgNotFound)
 	})
+}
+
+// callerScope scopes Idempotency-Keys to the caller's credential: box keeps
+// no users, and resolving the user would cost an identity round trip
+// before the key could be claimed. Only a digest of the token is used.
+func callerScope(r *http.Request) string {
+	tok := bearer(r)
+	if tok == "" {
+		return "anonymous"
+	}
+	sum := sha256.Sum256([]byte(tok))
+	return "token:" + hex.EncodeToString(sum[:])
 }
