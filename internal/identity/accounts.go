@@ -31,9 +31,10 @@ func Authorize(p Principal, min Role) error {
 	return nil
 }
 
-// ListAccounts returns the caller's accounts.
-func (s *Service) ListAccounts(ctx context.Context, p Principal) ([]Account, error) {
-	return s.store.ListAccounts(ctx, p.User.ID)
+// ListAccounts returns a page of the caller's accounts and the cursor of
+// the next page (nil on the last).
+func (s *Service) ListAccounts(ctx context.Context, p Principal, page PageRequest) ([]Account, *Cursor, error) {
+	return s.store.ListAccounts(ctx, p.User.ID, page)
 }
 
 // CreateAccount creates a team account owned by the caller; its slug is
@@ -76,12 +77,13 @@ func (s *Service) DeleteAccount(ctx context.Context, p Principal) error {
 	return s.store.DeleteAccount(ctx, p.Account.ID, p.User.ID)
 }
 
-// ListMembers lists the principal's account's members. Errors: as Authorize.
-func (s *Service) ListMembers(ctx context.Context, p Principal) ([]Membership, error) {
+// ListMembers returns a page of the principal's account's members and the
+// cursor of the next page (nil on the last). Errors: as Authorize.
+func (s *Service) ListMembers(ctx context.Context, p Principal, page PageRequest) ([]Membership, *Cursor, error) {
 	if err := Authorize(p, MinRoleRead); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.store.ListMembers(ctx, p.Account.ID)
+	return s.store.ListMembers(ctx, p.Account.ID, page)
 }
 
 // ChangeRole sets a member's role. Errors: as Authorize (owner),

@@ -56,8 +56,9 @@ type Store interface {
 	// query (matched literally, case-insensitively), ordered by email.
 	SearchUsers(ctx context.Context, query string, limit int) ([]StaffRecord, error)
 
-	// ListAccounts returns the accounts userID belongs to, with their role.
-	ListAccounts(ctx context.Context, userID string) ([]Account, error)
+	// ListAccounts returns a page of the accounts userID belongs to, with
+	// their role, ordered by (created_at, id); next is nil on the last page.
+	ListAccounts(ctx context.Context, userID string, page PageRequest) (accounts []Account, next *Cursor, err error)
 	// CreateAccount creates a team account owned by ownerID. Errors: ErrSlugTaken.
 	CreateAccount(ctx context.Context, ownerID, name, slug string) (Account, error)
 	// RenameAccount changes an account's name (never its slug).
@@ -69,8 +70,9 @@ type Store interface {
 	// DeleteAccount removes an account and everything scoped by it.
 	// Errors: ErrPersonalAccount, ErrAccountNotFound.
 	DeleteAccount(ctx context.Context, accountID, by string) error
-	// ListMembers returns an account's memberships, oldest first.
-	ListMembers(ctx context.Context, accountID string) ([]Membership, error)
+	// ListMembers returns a page of an account's memberships, ordered by
+	// (created_at, user_id); next is nil on the last page.
+	ListMembers(ctx context.Context, accountID string, page PageRequest) (members []Membership, next *Cursor, err error)
 	// ChangeRole sets a member's role; the last owner is never demoted.
 	// The caller (by) must still be an owner when the change is made.
 	// Errors: ErrMemberNotFound, ErrLastOwnerDemoted, ErrRoleForbidden,

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -167,10 +168,20 @@ func (a *api) searchUsers(w http.ResponseWriter, r *http.Request, p identity.Pri
 }
 
 func (a *api) listAccounts(w http.ResponseWriter, r *http.Request, p identity.Principal) {
-	accounts, err := a.svc.ListAccounts(r.Context(), p)
+	page, err := identity.ParsePage(r.URL.Query().Get("cursor"), r.URL.Query().Get("limit"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
+	}
+	accounts, next, err := a.svc.ListAccounts(r.Context(), p, page)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	// identity.md fixes this body as an array, so the next page is named
+	// by a Link header (RFC 8288) rather than a next_cursor field.
+	if next != nil {
+		w.Header().Set("Link", fmt.Sprintf(`</v1/accounts?cursor=%s&limit=%d>; rel="next"`, next.Encode(), page.Limit))
 	}
 	out := make([]accountBody, len(accounts))
 	for i, acc := range accounts {
@@ -225,16 +236,28 @@ func (a *api) deleteAccount(w http.ResponseWriter, r *http.Request, p identity.P
 }
 
 func (a *api) listMembers(w http.ResponseWriter, r *http.Request, p identity.Principal) {
-	members, err := a.svc.ListMembers(r.Context(), p)
+	page, err := identity.ParsePage(r.URL.Query().Get("cursor"), r.URL.Query().Get("limit"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	out := make([]membershipBody, len(members))
-	for i, m := range members {
-		out[i] = membershipOut(m)
+	members, next, err := a.svc.ListMembers(r.Context(), p, page)
+	if err != nil {
+		a.fail(w, r, err)
+		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"members": out})
+	out := struct {
+		Members    []membershipBody `json:"members"`
+		NextCursor *string          `json:"next_cursor"`
+	}{Members: make([]membershipBody, len(members))}
+	for i, m := range members {
+		out.Members[i] = membershipOut(m)
+	}
+	if next != nil {
+		c := next.Encode()
+		out.NextCursor = &c
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 func (a *api) changeRole(w http.ResponseWriter, r *http.Request, p identity.Principal) {

@@ -179,7 +179,7 @@ func TestRoutes(t *testing.T) {
 
 		// Members.
 		members := s.do(t, "GET", "/v1/accounts/"+accID+"/members", nil, bearer(joiner)).want(t, http.StatusOK).object(t)
-		wantKeys(t, "members", members, "members")
+		wantKeys(t, "members", members, "members", "next_cursor")
 		ms, _ := members["members"].([]any)
 		if len(ms) != 2 {
 			t.Fatalf("members = %v", ms)

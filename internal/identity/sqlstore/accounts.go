@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -21,14 +22,16 @@ func scanAccount(row interface{ Scan(...any) error }, extra ...any) (identity.Ac
 }
 
 // ListAccounts implements identity.Store.
-func (s *Store) ListAccounts(ctx context.Context, userID string) ([]identity.Account, error) {
+func (s *Store) ListAccounts(ctx context.Context, userID string, page identity.PageRequest) ([]identity.Account, *identity.Cursor, error) {
+	after := start(page)
 	rows, err := s.db.Query(ctx, `
 		SELECT `+accountColumns+`, m.role
 		FROM memberships m JOIN accounts a ON a.id = m.account_id
-		WHERE m.user_id = $1
-		ORDER BY a.created_at, a.id`, userID)
+		WHERE m.user_id = $1 AND (a.created_at, a.id) > ($2, $3)
+		ORDER BY a.created_at, a.id
+		LIMIT $4`, userID, after.At, after.ID, page.Limit+1)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	out := []identity.Account{}
@@ -36,12 +39,28 @@ func (s *Store) ListAccounts(ctx context.Context, userID string) ([]identity.Acc
 		var role string
 		a, err := scanAccount(rows, &role)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		a.Role = identity.Role(role)
 		out = append(out, a)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(out) > page.Limit {
+		out = out[:page.Limit]
+		last := out[len(out)-1]
+		return out, &identity.Cursor{At: last.CreatedAt, ID: last.ID}, nil
+	}
+	return out, nil, nil
+}
+
+// start is where a page begins: after its cursor, or before everything.
+func start(page identity.PageRequest) identity.Cursor {
+	if page.After != nil {
+		return *page.After
+	}
+	return identity.Cursor{At: time.Unix(0, 0).UTC(), ID: "00000000-0000-0000-0000-000000000000"}
 }
 
 // CreateAccount implements identity.Store.
@@ -109,14 +128,16 @@ func (s *Store) DeleteAccount(ctx context.Context, accountID, by string) error {
 }
 
 // ListMembers implements identity.Store.
-func (s *Store) ListMembers(ctx context.Context, accountID string) ([]identity.Membership, error) {
+func (s *Store) ListMembers(ctx context.Context, accountID string, page identity.PageRequest) ([]identity.Membership, *identity.Cursor, error) {
+	after := start(page)
 	rows, err := s.db.Query(ctx, `
 		SELECT m.account_id, m.user_id, u.email, m.role, m.created_at
 		FROM memberships m JOIN users u ON u.id = m.user_id
-		WHERE m.account_id = $1
-		ORDER BY m.created_at, m.user_id`, accountID)
+		WHERE m.account_id = $1 AND (m.created_at, m.user_id) > ($2, $3)
+		ORDER BY m.created_at, m.user_id
+		LIMIT $4`, accountID, after.At, after.ID, page.Limit+1)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	out := []identity.Membership{}
@@ -126,12 +147,20 @@ func (s *Store) ListMembers(ctx context.Context, accountID string) ([]identity.M
 			role string
 		)
 		if err := rows.Scan(&m.AccountID, &m.UserID, &m.Email, &role, &m.CreatedAt); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		m.Role, m.CreatedAt = identity.Role(role), m.CreatedAt.UTC()
 		out = append(out, m)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(out) > page.Limit {
+		out = out[:page.Limit]
+		last := out[len(out)-1]
+		return out, &identity.Cursor{At: last.CreatedAt, ID: last.UserID}, nil
+	}
+	return out, nil, nil
 }
 
 // lockAccount serialises changes to one account's memberships: the owner

@@ -32,11 +32,11 @@ func TestCreateAccount(t *testing.T) {
 		wantData(t, r, map[string]any{"account_id": a.ID, "name": "Ácme Córp!", "slug": "acme-corp", "personal": false, "owner_user_id": ada.User.ID})
 		wantUnpublished(t, r, now)
 
-		members, err := env.Store.ListMembers(ctx, a.ID)
+		members, _, err := env.Store.ListMembers(ctx, a.ID, allPage)
 		if err != nil || len(members) != 1 || members[0].UserID != ada.User.ID || members[0].Role != identity.RoleOwner {
 			t.Errorf("members = %+v, %v; want the creator as the only owner", members, err)
 		}
-		accounts, err := env.Service.ListAccounts(ctx, ada)
+		accounts, _, err := env.Service.ListAccounts(ctx, ada, allPage)
 		if err != nil || len(accounts) != 2 || !accounts[0].Personal || accounts[1].ID != a.ID || accounts[1].Role != identity.RoleOwner {
 			t.Errorf("ListAccounts = %+v, %v; want the personal account, then the team", accounts, err)
 		}
@@ -250,7 +250,7 @@ func TestDeleteAccount(t *testing.T) {
 
 func personalAccount(t *testing.T, env *identitytest.Env, p identity.Principal) identity.Account {
 	t.Helper()
-	accounts, err := env.Service.ListAccounts(ctx, p)
+	accounts, _, err := env.Service.ListAccounts(ctx, p, allPage)
 	if err != nil {
 		t.Fatal(err)
 	}

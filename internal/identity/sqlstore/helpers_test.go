@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/identitytest"
 )
 
@@ -82,3 +83,6 @@ func wantData(t *testing.T, r identitytest.OutboxRow, want map[string]any) {
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
 
 func errsAs(err error) (*errs.Error, bool) { return errs.As(err) }
+
+// allPage asks for every item a test makes in one page.
+var allPage = identity.PageRequest{Limit: identity.MaxPageSize}

@@ -22,7 +22,7 @@ func TestListMembers(t *testing.T) {
 		env.Clock.Advance(time.Minute)
 		member := env.Join(t, owner, env.User(t, "member@example.com"), identity.RoleMember)
 
-		got, err := env.Service.ListMembers(ctx, member)
+		got, _, err := env.Service.ListMembers(ctx, member, allPage)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestListMembers(t *testing.T) {
 			}
 		}
 		outsider := env.For(t, env.User(t, "out@example.com"), owner.Account.ID)
-		if _, err := env.Service.ListMembers(ctx, outsider); !errors.Is(err, identity.ErrAccountNotFound) {
+		if _, _, err := env.Service.ListMembers(ctx, outsider, allPage); !errors.Is(err, identity.ErrAccountNotFound) {
 			t.Errorf("outsider list: %v, want ErrAccountNotFound", err)
 		}
 	})
@@ -155,7 +155,7 @@ func TestRemoveMember(t *testing.T) {
 		if err := env.Service.RemoveMember(ctx, owner, second.User.ID); err != nil {
 			t.Errorf("owner removes the second owner: %v", err)
 		}
-		members, _ := env.Service.ListMembers(ctx, owner)
+		members, _, _ := env.Service.ListMembers(ctx, owner, allPage)
 		if len(members) != 2 {
 			t.Errorf("members left = %+v, want owner and other", members)
 		}

@@ -52,7 +52,7 @@ func TestRegister(t *testing.T) {
 		if p := env.Principal(t, tok, ""); p.User.ID != u.ID {
 			t.Errorf("login as the registered address signs in %s, want %s", p.User.ID, u.ID)
 		}
-		accounts, err := env.Store.ListAccounts(ctx, u.ID)
+		accounts, _, err := env.Store.ListAccounts(ctx, u.ID, allPage)
 		if err != nil || len(accounts) != 1 {
 			t.Fatalf("ListAccounts = %v, %v; want the personal account", accounts, err)
 		}
@@ -63,7 +63,7 @@ func TestRegister(t *testing.T) {
 		if !regexp.MustCompile(`^ada-lovelace-[a-z0-9]{8}$`).MatchString(a.Slug) || !identity.ValidSlug(a.Slug) {
 			t.Errorf("personal slug = %q, want ada-lovelace-XXXXXXXX", a.Slug)
 		}
-		members, err := env.Store.ListMembers(ctx, a.ID)
+		members, _, err := env.Store.ListMembers(ctx, a.ID, allPage)
 		if err != nil || len(members) != 1 || members[0].UserID != u.ID || members[0].Role != identity.RoleOwner {
 			t.Errorf("members = %+v, %v; want the user as owner", members, err)
 		}
@@ -107,7 +107,7 @@ func TestRegisterPersonalAccountNames(t *testing.T) {
 				t.Errorf("Register(%q): %v", tt.email, err)
 				continue
 			}
-			accounts, err := env.Store.ListAccounts(ctx, u.ID)
+			accounts, _, err := env.Store.ListAccounts(ctx, u.ID, allPage)
 			if err != nil || len(accounts) != 1 {
 				t.Fatalf("ListAccounts = %v, %v", accounts, err)
 			}
