@@ -7,11 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/platformco/platform/internal/e2e"
+	"github.com/platformco/platform/internal/logtest"
 )
 
 // TestReadmeWalk starts `platform dev` and runs, with bash, exactly the
@@ -77,11 +77,11 @@ func TestReadmeWalk(t *testing.T) {
 	}
 }
 
-func startDev(t *testing.T, bin, dir string) (*exec.Cmd, *syncBuf) {
+func startDev(t *testing.T, bin, dir string) (*exec.Cmd, *logtest.Buffer) {
 	t.Helper()
 	dev := exec.Command(bin, "dev")
 	dev.Dir = dir
-	out := &syncBuf{}
+	out := &logtest.Buffer{}
 	dev.Stdout, dev.Stderr = out, out
 	if err := dev.Start(); err != nil {
 		t.Fatal(err)
@@ -108,23 +108,6 @@ func stopDev(t *testing.T, dev *exec.Cmd) {
 		<-done
 		t.Errorf("platform dev did not stop on Ctrl-C")
 	}
-}
-
-type syncBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // walkScript returns the shell code blocks between the walk markers.

@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/platformco/platform/internal/logtest"
 )
 
 var (
@@ -39,6 +41,12 @@ func Binary(t testing.TB) string {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
 	buildOnce.Do(func() {
+		// PLATFORM_E2E_BINARY runs a binary built beforehand (a CI
+		// artifact, or a snapshot while the tree is being edited).
+		if prebuilt := os.Getenv("PLATFORM_E2E_BINARY"); prebuilt != "" {
+			binPath = prebuilt
+			return
+		}
 		dir, err := os.MkdirTemp("", "platform-e2e-")
 		if err != nil {
 			buildErr = err
@@ -127,7 +135,7 @@ func MustRun(t testing.TB, env Env, args ...string) string {
 type Proc struct {
 	URL  string
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *logtest.Buffer
 	done chan struct{}
 }
 
@@ -149,21 +157,13 @@ func Start(t testing.TB, env Env, args ...string) *Proc {
 // expects).
 func StartOn(t testing.TB, port int, env Env, args ...string) *Proc {
 	t.Helper()
-	cmd := exec.Command(Binary(t), args...)
-	cmd.Env = env.list()
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &Proc{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, logs: logs, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() { p.Stop(t) })
+	p := Spawn(t, env, args...)
+	p.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
 		case <-p.done:
-			t.Fatalf("platform %s exited early:\n%s", strings.Join(args, " "), logs.String())
+			t.Fatalf("platform %s exited early:\n%s", strings.Join(args, " "), p.Logs())
 		default:
 		}
 		resp, err := http.Get(p.URL + "/healthz")
@@ -174,9 +174,37 @@ func StartOn(t testing.TB, port int, env Env, args ...string) *Proc {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("platform %s did not answer /healthz:\n%s", strings.Join(args, " "), logs.String())
+			t.Fatalf("platform %s did not answer /healthz:\n%s", strings.Join(args, " "), p.Logs())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Spawn runs the binary with args as a background process that serves no
+// probe (a publisher loop, say): it does not wait for anything, and it is
+// stopped with SIGTERM when the test ends.
+func Spawn(t testing.TB, env Env, args ...string) *Proc {
+	t.Helper()
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Env = env.list()
+	logs := &logtest.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Proc{cmd: cmd, logs: logs, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.Stop(t) })
+	return p
+}
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -213,23 +241,6 @@ func (p *Proc) Stop(t testing.TB) {
 	}
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // Client is a small JSON client for end-to-end tests.
 type Client struct {
 	Base  string
@@ -251,6 +262,25 @@ func (r Response) JSON(t testing.TB) map[string]any {
 		t.Fatalf("decode %q: %v", r.Body, err)
 	}
 	return m
+}
+
+// ErrorCode returns the code of an error answer in either envelope the
+// services use: box's {"error":{"code","message"}} or identity's
+// problem+json "code". It is "" when the body carries neither.
+func (r Response) ErrorCode() string {
+	var body struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+		Code string `json:"code"`
+	}
+	if json.Unmarshal(r.Body, &body) != nil {
+		return ""
+	}
+	if body.Error.Code != "" {
+		return body.Error.Code
+	}
+	return body.Code
 }
 
 // Do sends method path with body (JSON-encoded unless nil) and returns the

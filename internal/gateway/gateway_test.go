@@ -23,7 +23,7 @@ func TestTokenVerification(t *testing.T) {
 	h := newHarness(t, setup{})
 	ks := h.keys
 	ks.Publish("k1", ks.AddKey(t, "ec1", "ES256"))
-	waitFor(t, "ec1", func() bool {
+	gatewaytest.WaitFor(t, "ec1", func() bool {
 		h.cache.RefreshEarly(t.Context())
 		_, ok := h.cache.Lookup("ec1", time.Now())
 		return ok
@@ -110,7 +110,7 @@ func TestTokenVerification(t *testing.T) {
 
 func TestKeySetOutage(t *testing.T) {
 	h := newHarness(t, setup{keyMode: gatewaytest.Fail})
-	waitFor(t, "a failed fetch", func() bool { return h.keys.Hits() > 0 })
+	gatewaytest.WaitFor(t, "a failed fetch", func() bool { return h.keys.Hits() > 0 })
 
 	for _, tok := range []string{h.token(t), "garbage"} {
 		w := h.do(t, http.MethodGet, "/v1/me", tok, nil)
@@ -144,7 +144,7 @@ func TestKeySetOutage(t *testing.T) {
 	wantUpstream(t, h.do(t, http.MethodPost, "/v1/users", "", nil), "identity")
 
 	h.keys.SetMode(gatewaytest.Serve)
-	waitFor(t, "recovery", func() bool { return h.cache.Status(time.Now()).Usable })
+	gatewaytest.WaitFor(t, "recovery", func() bool { return h.cache.Status(time.Now()).Usable })
 	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", h.token(t), nil), "identity")
 	if w := h.do(t, http.MethodGet, "/readyz", "", nil); w.Code != http.StatusOK {
 		t.Fatalf("/readyz = %d after recovery, want 200", w.Code)
@@ -156,7 +156,7 @@ func TestKeySetExpiredAfterFailedRefresh(t *testing.T) {
 	tok := h.token(t)
 	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", tok, nil), "identity")
 	h.keys.SetMode(gatewaytest.Fail)
-	waitFor(t, "503 after expiry", func() bool {
+	gatewaytest.WaitFor(t, "503 after expiry", func() bool {
 		return h.do(t, http.MethodGet, "/v1/me", tok, nil).Code == http.StatusServiceUnavailable
 	})
 	wantProblem(t, h.do(t, http.MethodGet, "/v1/me", tok, nil), http.StatusServiceUnavailable, gateway.CodeIdentityUnavailable)
@@ -189,7 +189,7 @@ func TestKeyRotationWithoutRestart(t *testing.T) {
 
 	// Identity withdraws k1: within one TTL its tokens stop verifying.
 	h.keys.Publish("k2")
-	waitFor(t, "k1 withdrawn", func() bool {
+	gatewaytest.WaitFor(t, "k1 withdrawn", func() bool {
 		return h.do(t, http.MethodGet, "/v1/me", old, nil).Code == http.StatusUnauthorized
 	})
 	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", fresh, nil), "identity")

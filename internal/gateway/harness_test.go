@@ -2,20 +2,15 @@ package gateway_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/platformco/platform/internal/gateway"
 	"github.com/platformco/platform/internal/gateway/gatewaytest"
@@ -103,7 +98,7 @@ func newHarness(t *testing.T, s setup) *harness {
 	go func() { h.cache.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	if s.keyMode == gatewaytest.Serve {
-		waitFor(t, "the key set", func() bool { return h.cache.Status(time.Now()).Usable })
+		gatewaytest.WaitFor(t, "the key set", func() bool { return h.cache.Status(time.Now()).Usable })
 	}
 
 	if s.rateLimit == 0 {
@@ -137,17 +132,6 @@ func mustURL(t testing.TB, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // do sends one request through the gateway from remote (host:port).
@@ -213,34 +197,4 @@ func wantUpstream(t *testing.T, w *httptest.ResponseRecorder, name string) {
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got.Upstream != name {
 		t.Fatalf("answered by %q (%v), want %s", got.Upstream, err, name)
 	}
-}
-
-// testRedis returns a client for TEST_REDIS_URL and a key prefix unique to
-// the test, or skips the test when no Redis is configured.
-func testRedis(t testing.TB) (*redis.Client, string) {
-	t.Helper()
-	u := os.Getenv("TEST_REDIS_URL")
-	if u == "" {
-		t.Skip("TEST_REDIS_URL is not set")
-	}
-	opt, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatalf("TEST_REDIS_URL: %v", err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("TEST_REDIS_URL unreachable: %v", err)
-	}
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	prefix := "test:gateway:" + hex.EncodeToString(b) + ":"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, "*"+prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
-	})
-	return rdb, prefix
 }

@@ -34,7 +34,7 @@ func readyBody(t *testing.T, w *httptest.ResponseRecorder) (string, map[string]s
 // TestRateLimitSharedThroughRedis runs two gateway replicas over one Redis:
 // a caller's allowance is spent across both.
 func TestRateLimitSharedThroughRedis(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := gatewaytest.Redis(t, "gateway")
 	a := newHarness(t, setup{limiter: ratelimit.NewRedis(rdb, 4, prefix, nil)})
 	b := gateway.New(gateway.Options{
 		IdentityURL: mustURL(t, a.keys.URL),
@@ -68,7 +68,7 @@ func TestRateLimitSharedThroughRedis(t *testing.T) {
 }
 
 func TestReadinessWithRedis(t *testing.T) {
-	rdb, _ := testRedis(t)
+	rdb, _ := gatewaytest.Redis(t, "gateway")
 	h := newHarness(t, setup{redisPing: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})
 	w := h.do(t, "GET", "/readyz", "", nil)
 	status, deps := readyBody(t, w)
@@ -146,7 +146,7 @@ func (f *fakeLogin) routes(mux *http.ServeMux) {
 }
 
 func TestBrowserSession(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := gatewaytest.Redis(t, "gateway")
 	f := &fakeLogin{t: t}
 	h := newHarness(t, setup{sessions: session.New(rdb, prefix), identityMx: f.routes})
 	f.keys = h.keys
@@ -259,7 +259,7 @@ func TestBrowserSession(t *testing.T) {
 }
 
 func TestBrowserSessionAllowedOrigins(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := gatewaytest.Redis(t, "gateway")
 	f := &fakeLogin{t: t}
 	h := newHarness(t, setup{sessions: session.New(rdb, prefix), identityMx: f.routes, origins: []string{"https://app.example.com"}})
 	f.keys = h.keys

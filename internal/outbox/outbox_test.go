@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/events/eventstest"
@@ -49,6 +51,27 @@ func insertRows(t testing.TB, db *sqldb.DB, n int) []string {
 		}
 	}
 	return ids
+}
+
+// ready opens a fresh identity database on engine and connects to b, with
+// the event stream in place.
+func ready(t *testing.T, engine sqldb.Engine, b *eventstest.Broker) (*sqldb.DB, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	db := sqltest.Open(t, engine, sqlstore.Migrations)
+	nc, js := eventstest.Connect(t, b)
+	eventstest.EnsureStream(t, js, b)
+	return db, nc, js
+}
+
+// allRows reports whether every outbox row satisfies cond.
+func allRows(t testing.TB, db *sqldb.DB, cond func(Row) bool) bool {
+	t.Helper()
+	for _, r := range rows(t, db) {
+		if !cond(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func countUnpublished(t testing.TB, db *sqldb.DB) int {
@@ -135,9 +158,7 @@ func TestBrokerDownRowsWaitThenDeliver(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		ctx := context.Background()
 		b := eventstest.Embedded(t)
-		db := sqltest.Open(t, engine, sqlstore.Migrations)
-		nc, js := eventstest.Connect(t, b)
-		eventstest.EnsureStream(t, js, b)
+		db, nc, js := ready(t, engine, b)
 		ids := insertRows(t, db, 40)
 		p := NewPublisher(db, js, Options{Stream: b.Stream, BatchSize: 50, RetryBase: time.Millisecond, RetryMax: time.Millisecond}, discard())
 
@@ -149,12 +170,7 @@ func TestBrokerDownRowsWaitThenDeliver(t *testing.T) {
 				if err != nil || n != 0 {
 					t.Fatalf("PublishBatch with the broker down: published %d, err %v", n, err)
 				}
-				for _, r := range rows(t, db) {
-					if r.Attempts < attempt {
-						return false
-					}
-				}
-				return true
+				return allRows(t, db, func(r Row) bool { return r.Attempts >= attempt })
 			})
 		}
 		for _, r := range rows(t, db) {
@@ -185,9 +201,7 @@ func TestPublisherKilledMidBatchLosesNothing(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		eventstest.Each(t, func(t *testing.T, b *eventstest.Broker) {
 			ctx := context.Background()
-			db := sqltest.Open(t, engine, sqlstore.Migrations)
-			_, js := eventstest.Connect(t, b)
-			eventstest.EnsureStream(t, js, b)
+			db, _, js := ready(t, engine, b)
 			ids := insertRows(t, db, 30)
 
 			killed := errors.New("publisher killed")
@@ -226,9 +240,7 @@ func TestLockedRowsAreSkippedAndReclaimed(t *testing.T) {
 	}
 	ctx := context.Background()
 	b := eventstest.Embedded(t)
-	db := sqltest.Open(t, sqldb.Postgres, sqlstore.Migrations)
-	_, js := eventstest.Connect(t, b)
-	eventstest.EnsureStream(t, js, b)
+	db, _, js := ready(t, sqldb.Postgres, b)
 	ids := insertRows(t, db, 20)
 
 	held, release := make(chan struct{}), make(chan struct{})
@@ -263,9 +275,7 @@ func TestRowsParkAfterMaxAttempts(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		ctx := context.Background()
 		b := eventstest.Embedded(t)
-		db := sqltest.Open(t, engine, sqlstore.Migrations)
-		_, js := eventstest.Connect(t, b)
-		eventstest.EnsureStream(t, js, b)
+		db, _, js := ready(t, engine, b)
 		insertRows(t, db, 3)
 		b.Server.Shutdown()
 
@@ -274,12 +284,7 @@ func TestRowsParkAfterMaxAttempts(t *testing.T) {
 			if _, err := p.PublishBatch(ctx); err != nil {
 				t.Fatal(err)
 			}
-			for _, r := range rows(t, db) {
-				if r.ParkedAt == nil {
-					return false
-				}
-			}
-			return true
+			return allRows(t, db, func(r Row) bool { return r.ParkedAt != nil })
 		})
 		for _, r := range rows(t, db) {
 			if r.Attempts != 3 || r.PublishedAt != nil || r.LastError == "" {
@@ -303,9 +308,7 @@ func TestInvalidRowParkedOthersPublished(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		ctx := context.Background()
 		b := eventstest.Embedded(t)
-		db := sqltest.Open(t, engine, sqlstore.Migrations)
-		_, js := eventstest.Connect(t, b)
-		eventstest.EnsureStream(t, js, b)
+		db, _, js := ready(t, engine, b)
 		before := insertRows(t, db, 2)
 		bad := uuid.NewString()
 		now := sqldb.Timestamp(time.Now())
@@ -418,9 +421,7 @@ func TestEnvelopeOnTheWire(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		ctx := context.Background()
 		b := eventstest.Embedded(t)
-		db := sqltest.Open(t, engine, sqlstore.Migrations)
-		_, js := eventstest.Connect(t, b)
-		eventstest.EnsureStream(t, js, b)
+		db, _, js := ready(t, engine, b)
 		at := time.Date(2025, 3, 1, 9, 30, 0, 123456000, time.UTC)
 		id, user := uuid.NewString(), uuid.NewString()
 		if _, err := db.Exec(ctx, `INSERT INTO outbox (id, type, source, subject, time, data, created_at, next_attempt_at)

@@ -13,6 +13,26 @@ import (
 // engine, "postgres" and "sqlite", each holding goose SQL files.
 type Migrations fs.FS
 
+// MigrationsFrom returns the directory dir of fsys (typically an embed.FS
+// holding "migrations/postgres" and "migrations/sqlite") as Migrations. It
+// is meant for a package-level variable next to the store that owns the
+// schema, so it panics, at program start, when dir is not a valid path or
+// lacks a directory for either engine: that is a build mistake, not a
+// runtime condition.
+func MigrationsFrom(fsys fs.FS, dir string) Migrations {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(fmt.Sprintf("sqldb: migrations %q: %v", dir, err))
+	}
+	for _, engine := range []Engine{Postgres, SQLite} {
+		info, err := fs.Stat(sub, string(engine))
+		if err != nil || !info.IsDir() {
+			panic(fmt.Sprintf("sqldb: migrations %q has no %s directory", dir, engine))
+		}
+	}
+	return sub
+}
+
 func (db *DB) provider(m Migrations) (*goose.Provider, error) {
 	dir, err := fs.Sub(m, string(db.Engine))
 	if err != nil {

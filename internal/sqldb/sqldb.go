@@ -7,10 +7,14 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -260,4 +264,36 @@ func IsRaised(err error) bool {
 		return sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_TRIGGER && !IsForeignKeyViolation(err)
 	}
 	return false
+}
+
+// IsUnavailable reports whether err means the database could not be
+// reached or went away (refused or reset connections, a server shutting
+// down or starting up): a dependency outage to answer with 503, not a bug
+// to answer with 500.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P01–57P03: admin or crash
+		// shutdown, cannot connect now.
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr *net.OpError
+	switch {
+	case errors.As(err, &connectErr), errors.As(err, &netErr):
+		return true
+	case errors.Is(err, driver.ErrBadConn), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return true
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	var sqErr *sqlite.Error
+	if errors.As(err, &sqErr) {
+		// The busy timeout ran out: the database is locked by a writer.
+		return sqErr.Code() == sqlite3.SQLITE_BUSY || sqErr.Code() == sqlite3.SQLITE_LOCKED
+	}
+	return pgconn.SafeToRetry(err) || pgconn.Timeout(err)
 }

@@ -2,6 +2,7 @@ package sqldb_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 	"testing/fstest"
@@ -122,4 +123,52 @@ func TestEngines(t *testing.T) {
 			t.Errorf("Pending = %v, %v", pending, err)
 		}
 	})
+}
+
+func TestMigrationsFrom(t *testing.T) {
+	both := fstest.MapFS{
+		"migrations/postgres/00001_x.sql": {Data: []byte("-- +goose Up\n")},
+		"migrations/sqlite/00001_x.sql":   {Data: []byte("-- +goose Up\n")},
+	}
+	m := sqldb.MigrationsFrom(both, "migrations")
+	if _, err := m.Open("sqlite/00001_x.sql"); err != nil {
+		t.Errorf("open through the returned Migrations: %v", err)
+	}
+	onlyPostgres := fstest.MapFS{"migrations/postgres/00001_x.sql": {Data: []byte("-- +goose Up\n")}}
+	for name, tc := range map[string]struct {
+		fsys fstest.MapFS
+		dir  string
+	}{
+		"invalid path":     {both, "../migrations"},
+		"missing dir":      {both, "schema"},
+		"an engine absent": {onlyPostgres, "migrations"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("MigrationsFrom(%q) did not panic", tc.dir)
+				}
+			}()
+			sqldb.MigrationsFrom(tc.fsys, tc.dir)
+		})
+	}
+}
+
+// TestIsUnavailable: an unreachable database is an outage (503), not a bug.
+func TestIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	// Nothing listens on port 1.
+	db, err := sqldb.Open(ctx, "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=1")
+	if err == nil {
+		db.Close()
+		t.Fatal("Open succeeded against a closed port")
+	}
+	if !sqldb.IsUnavailable(err) {
+		t.Errorf("IsUnavailable(%v) = false, want true", err)
+	}
+	for _, err := range []error{nil, errors.New("boom"), sql.ErrNoRows} {
+		if sqldb.IsUnavailable(err) {
+			t.Errorf("IsUnavailable(%v) = true, want false", err)
+		}
+	}
 }

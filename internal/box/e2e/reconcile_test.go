@@ -1,192 +1,61 @@
-// Package e2e runs the reconciliation procedure of entitlements.md section 1
-// against the real platform binary: identity and box as separate processes,
-// each on its own SQLite database, driven over HTTP and through
+// Package e2e_test runs the reconciliation procedure of entitlements.md
+// section 1 against the real platform binary: identity and box as separate
+// processes, each on its own SQLite database, driven over HTTP and through
 // `platform box grant|revoke|list`.
-package e2e
+package e2e_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/platformco/platform/internal/e2e"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
-var binary string
+const password = "correct-horse-battery"
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "box-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "platform")
-	build := exec.Command("go", "build", "-o", binary, "github.com/platformco/platform/cmd/platform")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build platform:", err)
-		return 1
-	}
-	return m.Run()
-}
-
-// lockedBuffer collects a subprocess's output for the failure report.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func freePort(t *testing.T) string {
+// ready waits until p's /readyz answers 200 and, should the test fail,
+// reports what p wrote.
+func ready(t *testing.T, name string, p *e2e.Proc) *e2e.Proc {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
-}
-
-// platform runs one command to completion.
-func platform(t *testing.T, env []string, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = env
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	return out.String(), errOut.String(), err
-}
-
-// start runs a long-lived command, stopped with SIGINT when the test ends,
-// and waits until its /readyz answers 200.
-func start(t *testing.T, name, base string, env []string, args ...string) {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = env
-	logs := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(25 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
 		if t.Failed() {
-			t.Logf("%s output:\n%s", name, logs.String())
+			t.Logf("%s output:\n%s", name, p.Logs())
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			t.Fatalf("%s exited: %v\n%s", name, err, logs.String())
-		default:
-		}
-		if res, err := http.Get(base + "/readyz"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s never became ready:\n%s", name, logs.String())
+	e2e.Eventually(t, 20*time.Second, name+" to be ready", func() bool {
+		return e2e.Client{Base: p.URL}.Do(t, "GET", "/readyz", nil).Status == http.StatusOK
+	})
+	return p
 }
 
-// call sends a JSON request and decodes the JSON answer.
-func call(t *testing.T, method, url, token string, body any) (int, map[string]any) {
+// login opens a session for email and returns its token.
+func login(t *testing.T, identity, email string) string {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
+	r := e2e.Client{Base: identity}.Do(t, "POST", "/v1/session", map[string]any{"email": email, "password": password})
+	token, _ := r.JSON(t)["token"].(string)
+	if r.Status != http.StatusCreated || token == "" {
+		t.Fatalf("login %s: %d %s", email, r.Status, r.Body)
 	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	var out map[string]any
-	if len(bytes.TrimSpace(raw)) > 0 {
-		if err := json.Unmarshal(raw, &out); err != nil {
-			t.Fatalf("%s %s: %d %q is not JSON", method, url, res.StatusCode, raw)
-		}
-	}
-	return res.StatusCode, out
-}
-
-func errorCode(body map[string]any) string {
-	if e, ok := body["error"].(map[string]any); ok {
-		s, _ := e["code"].(string)
-		return s
-	}
-	return ""
+	return token
 }
 
 // session registers a user and logs them in, returning id and token.
 func session(t *testing.T, identity, email string) (string, string) {
 	t.Helper()
-	const password = "correct-horse-battery"
-	if status, body := call(t, "POST", identity+"/v1/users", "", map[string]any{"email": email, "password": password}); status != 201 {
-		t.Fatalf("register %s: %d %v", email, status, body)
-	}
-	status, body := call(t, "POST", identity+"/v1/session", "", map[string]any{"email": email, "password": password})
-	token, _ := body["token"].(string)
-	if status != 201 || token == "" {
-		t.Fatalf("login %s: %d %v", email, status, body)
-	}
-	status, me := call(t, "GET", identity+"/v1/me", token, nil)
-	id, _ := me["id"].(string)
-	if status != 200 || id == "" {
-		t.Fatalf("me %s: %d %v", email, status, me)
+	e2e.Client{Base: identity}.Do(t, "POST", "/v1/users", map[string]any{"email": email, "password": password}).Expect(t, http.StatusCreated)
+	token := login(t, identity, email)
+	r := e2e.Client{Base: identity, Token: token}.Do(t, "GET", "/v1/me", nil)
+	id, _ := r.JSON(t)["id"].(string)
+	if r.Status != http.StatusOK || id == "" {
+		t.Fatalf("me %s: %d %s", email, r.Status, r.Body)
 	}
 	return id, token
 }
@@ -194,55 +63,37 @@ func session(t *testing.T, identity, email string) (string, string) {
 // TestReconciliation: grant → the buyer's artifact check → revoke →
 // re-grant, with the operator commands and real identity and box.
 func TestReconciliation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the platform binary")
-	}
 	dir := t.TempDir()
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	identityPort, boxPort := freePort(t), freePort(t)
-	identity, boxURL := "http://127.0.0.1:"+identityPort, "http://127.0.0.1:"+boxPort
+	identityPort := e2e.FreePort(t)
+	identityURL := fmt.Sprintf("http://127.0.0.1:%d", identityPort)
 	boxDB := "sqlite:" + filepath.Join(dir, "box.db")
-	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-	identityEnv := append(base, "PORT="+identityPort, "DATABASE_URL=sqlite:"+filepath.Join(dir, "identity.db"),
-		"IDENTITY_MASTER_KEY="+base64.StdEncoding.EncodeToString(key), "IDENTITY_ISSUER="+identity)
-	boxEnv := append(base, "PORT="+boxPort, "DATABASE_URL="+boxDB, "BOX_IDENTITY_URL="+identity)
+	identityEnv := e2e.Env{"PORT": strconv.Itoa(identityPort), "DATABASE_URL": "sqlite:" + filepath.Join(dir, "identity.db"),
+		"IDENTITY_MASTER_KEY": e2e.MasterKey(), "IDENTITY_ISSUER": identityURL}
+	boxEnv := e2e.Env{"DATABASE_URL": boxDB, "BOX_IDENTITY_URL": identityURL}
 
-	if _, stderr, err := platform(t, identityEnv, "identity", "migrate"); err != nil {
-		t.Fatalf("identity migrate: %v\n%s", err, stderr)
-	}
-	if _, stderr, err := platform(t, boxEnv, "box", "migrate"); err != nil {
-		t.Fatalf("box migrate: %v\n%s", err, stderr)
-	}
-	start(t, "identity", identity, identityEnv, "identity", "serve")
-	start(t, "box", boxURL, boxEnv, "box", "serve")
+	e2e.MustRun(t, identityEnv, "identity", "migrate")
+	e2e.MustRun(t, boxEnv, "box", "migrate")
+	identity := ready(t, "identity", e2e.StartOn(t, identityPort, identityEnv, "identity", "serve"))
+	box := ready(t, "box", e2e.Start(t, boxEnv, "box", "serve"))
 
 	// The operator: a registered user made staff on identity's database.
-	staffID, _ := session(t, identity, "operator@example.com")
-	if out, stderr, err := platform(t, identityEnv, "identity", "staff", "add", "operator@example.com"); err != nil {
-		t.Fatalf("staff add: %v\n%s%s", err, out, stderr)
-	}
-	staffToken := func() string {
-		_, body := call(t, "POST", identity+"/v1/session", "", map[string]any{"email": "operator@example.com", "password": "correct-horse-battery"})
-		return body["token"].(string)
-	}()
+	staffID, _ := session(t, identity.URL, "operator@example.com")
+	e2e.MustRun(t, identityEnv, "identity", "staff", "add", "operator@example.com")
+	staffToken := login(t, identity.URL, "operator@example.com")
 
 	// The buyer creates their own team account and reads its id.
-	_, buyerToken := session(t, identity, "buyer@example.com")
-	status, acct := call(t, "POST", identity+"/v1/accounts", buyerToken, map[string]any{"name": "Buyer Team"})
-	accountID, _ := acct["id"].(string)
-	if status != 201 || accountID == "" {
-		t.Fatalf("create account: %d %v", status, acct)
+	_, buyerToken := session(t, identity.URL, "buyer@example.com")
+	r := e2e.Client{Base: identity.URL, Token: buyerToken}.Do(t, "POST", "/v1/accounts", map[string]any{"name": "Buyer Team"})
+	accountID, _ := r.JSON(t)["id"].(string)
+	if r.Status != http.StatusCreated || accountID == "" {
+		t.Fatalf("create account: %d %s", r.Status, r.Body)
 	}
 
-	operator := append(base, "BOX_URL="+boxURL, "PLATFORM_TOKEN="+staffToken)
+	operator := e2e.Env{"BOX_URL": box.URL, "PLATFORM_TOKEN": staffToken}
 	grant := func(reference string) map[string]any {
 		t.Helper()
-		out, stderr, err := platform(t, operator, "box", "grant", "--account", accountID, "--product", "platform",
+		out := e2e.MustRun(t, operator, "box", "grant", "--account", accountID, "--product", "platform",
 			"--range", "^1.0.0", "--source", "reconciled_payment", "--reference", reference)
-		if err != nil {
-			t.Fatalf("box grant: %v\n%s%s", err, out, stderr)
-		}
 		var row map[string]any
 		if err := json.Unmarshal([]byte(out), &row); err != nil {
 			t.Fatalf("box grant printed %q", out)
@@ -253,8 +104,10 @@ func TestReconciliation(t *testing.T) {
 		}
 		return row
 	}
-	check := func(versionRange string) (int, map[string]any) {
-		return call(t, "POST", boxURL+"/v1/accounts/"+accountID+"/artifact_fetches", buyerToken,
+	buyer := e2e.Client{Base: box.URL, Token: buyerToken}
+	check := func(versionRange string) e2e.Response {
+		t.Helper()
+		return buyer.Do(t, "POST", "/v1/accounts/"+accountID+"/artifact_fetches",
 			map[string]any{"artifact": "platform", "version_range": versionRange})
 	}
 
@@ -263,40 +116,42 @@ func TestReconciliation(t *testing.T) {
 
 	// 6. Verify as the buyer: the paid unit is invisible in the customer
 	// read, and the artifact check succeeds with a redeemable capability.
-	if status, body := call(t, "GET", boxURL+"/v1/accounts/"+accountID+"/entitlements", buyerToken, nil); status != 200 || len(body["entitlements"].([]any)) != 0 {
-		t.Errorf("customer read: %d %v", status, body)
+	r = buyer.Do(t, "GET", "/v1/accounts/"+accountID+"/entitlements", nil)
+	if list, ok := r.JSON(t)["entitlements"].([]any); r.Status != http.StatusOK || !ok || len(list) != 0 {
+		t.Errorf("customer read: %d %s", r.Status, r.Body)
 	}
-	status, body := check("^1.4.0")
-	capability, _ := body["capability"].(map[string]any)
-	if status != 201 || capability["token"] == nil {
-		t.Fatalf("artifact check after grant: %d %v", status, body)
+	r = check("^1.4.0")
+	capability, _ := r.JSON(t)["capability"].(map[string]any)
+	if r.Status != http.StatusCreated || capability["token"] == nil {
+		t.Fatalf("artifact check after grant: %d %s", r.Status, r.Body)
 	}
-	if status, body := check("^2.0.0"); status != 403 || errorCode(body) != "version_not_granted" {
-		t.Errorf("check outside the range: %d %v", status, body)
+	if r := check("^2.0.0"); r.Status != http.StatusForbidden || r.ErrorCode() != "version_not_granted" {
+		t.Errorf("check outside the range: %d %s", r.Status, r.Body)
 	}
-	if status, body := call(t, "POST", boxURL+"/v1/capabilities/redeem", "", map[string]any{"token": capability["token"]}); status != 200 || body["account_id"] != accountID {
-		t.Errorf("redeem: %d %v", status, body)
+	r = e2e.Client{Base: box.URL}.Do(t, "POST", "/v1/capabilities/redeem", map[string]any{"token": capability["token"]})
+	if r.Status != http.StatusOK || r.JSON(t)["account_id"] != accountID {
+		t.Errorf("redeem: %d %s", r.Status, r.Body)
 	}
 
 	// 9. A second grant while the first is active: 409, nothing granted.
-	out, stderr, err := platform(t, operator, "box", "grant", "--account", accountID, "--product", "platform", "--reference", "pi_e2e_renewal")
-	if err == nil || !strings.Contains(stderr, "already holds an active platform entitlement") || !strings.Contains(out, "pi_e2e_first") {
-		t.Errorf("duplicate grant: err %v\nstdout %s\nstderr %s", err, out, stderr)
+	out, stderr, code := e2e.Run(t, operator, "box", "grant", "--account", accountID, "--product", "platform", "--reference", "pi_e2e_renewal")
+	if code == 0 || !strings.Contains(stderr, "already holds an active platform entitlement") || !strings.Contains(out, "pi_e2e_first") {
+		t.Errorf("duplicate grant: exit %d\nstdout %s\nstderr %s", code, out, stderr)
 	}
 
 	// The buyer is not staff: the operator API refuses them.
-	buyerOperator := append(base, "BOX_URL="+boxURL, "PLATFORM_TOKEN="+buyerToken)
-	if _, stderr, err := platform(t, buyerOperator, "box", "grant", "--account", accountID, "--product", "courier"); err == nil || !strings.Contains(stderr, "403 forbidden") {
-		t.Errorf("grant as the buyer: %v %s", err, stderr)
+	buyerOperator := e2e.Env{"BOX_URL": box.URL, "PLATFORM_TOKEN": buyerToken}
+	if _, stderr, code := e2e.Run(t, buyerOperator, "box", "grant", "--account", accountID, "--product", "courier"); code == 0 || !strings.Contains(stderr, "403 forbidden") {
+		t.Errorf("grant as the buyer: exit %d %s", code, stderr)
 	}
 
 	// 7/8. Revoke: the buyer's check is now refused.
-	out, stderr, err = platform(t, operator, "box", "revoke", fmt.Sprint(first["id"]))
-	if err != nil || !strings.Contains(out, `"status": "revoked"`) || !strings.Contains(out, staffID) {
-		t.Fatalf("box revoke: %v\n%s%s", err, out, stderr)
+	out, stderr, code = e2e.Run(t, operator, "box", "revoke", fmt.Sprint(first["id"]))
+	if code != 0 || !strings.Contains(out, `"status": "revoked"`) || !strings.Contains(out, staffID) {
+		t.Fatalf("box revoke: exit %d\n%s%s", code, out, stderr)
 	}
-	if status, body := check("^1.4.0"); status != 403 || errorCode(body) != "entitlement_required" {
-		t.Errorf("artifact check after revoke: %d %v", status, body)
+	if r := check("^1.4.0"); r.Status != http.StatusForbidden || r.ErrorCode() != "entitlement_required" {
+		t.Errorf("artifact check after revoke: %d %s", r.Status, r.Body)
 	}
 
 	// Re-grant: a new row; the check succeeds again.
@@ -304,13 +159,13 @@ func TestReconciliation(t *testing.T) {
 	if second["id"] == first["id"] {
 		t.Errorf("re-grant reused id %v", first["id"])
 	}
-	if status, body := check("1.0.0"); status != 201 {
-		t.Errorf("artifact check after re-grant: %d %v", status, body)
+	if r := check("1.0.0"); r.Status != http.StatusCreated {
+		t.Errorf("artifact check after re-grant: %d %s", r.Status, r.Body)
 	}
 
-	out, stderr, err = platform(t, operator, "box", "list", "--account", accountID)
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); err != nil || len(lines) != 2 || !strings.Contains(lines[0], "pi_e2e_second") {
-		t.Errorf("box list: %v\n%s%s", err, out, stderr)
+	out, stderr, code = e2e.Run(t, operator, "box", "list", "--account", accountID)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 2 || !strings.Contains(lines[0], "pi_e2e_second") {
+		t.Errorf("box list: exit %d\n%s%s", code, out, stderr)
 	}
 
 	// The audit trail: one event per grant and per revoke, by the operator.
@@ -332,6 +187,9 @@ func TestReconciliation(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = append(got, fmt.Sprintf("%s=%d", action, n))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	if strings.Join(got, " ") != "grant=2 revoke=1" {
 		t.Errorf("events %v, want grant=2 revoke=1", got)

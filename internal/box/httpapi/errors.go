@@ -8,6 +8,7 @@ import (
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/sqldb"
 )
 
 const (
@@ -58,6 +59,13 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 			writeEnvelope(w, status, e.Code, e.Message)
 			return
 		}
+	}
+	if sqldb.IsUnavailable(err) {
+		logger.WarnContext(r.Context(), "database unavailable", "error", err.Error(),
+			"method", r.Method, "path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+		w.Header().Set("Retry-After", "1")
+		writeEnvelope(w, http.StatusServiceUnavailable, box.CodeUnavailable, "service temporarily unavailable")
+		return
 	}
 	logger.ErrorContext(r.Context(), "internal error", "error", err.Error(),
 		"method", r.Method, "path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)

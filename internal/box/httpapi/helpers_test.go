@@ -1,11 +1,9 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
+	"github.com/platformco/platform/internal/logtest"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
@@ -119,31 +118,13 @@ func problem(w http.ResponseWriter, status int) {
 	_, _ = io.WriteString(w, `{"type":"about:blank","status":`+http.StatusText(status)+`}`)
 }
 
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is box's handler over a fresh database and a fake identity.
 type env struct {
 	t        testing.TB
 	db       *sqldb.DB
 	identity *fakeIdentity
 	handler  http.Handler
-	logs     *syncBuffer
+	logs     *logtest.Buffer // log output from concurrent handlers
 }
 
 type envOptions struct {
@@ -154,8 +135,8 @@ type envOptions struct {
 
 func newEnv(t testing.TB, engine sqldb.Engine, opts envOptions) *env {
 	t.Helper()
-	e := &env{t: t, db: sqltest.Open(t, engine, sqlstore.Migrations), identity: newFakeIdentity(t), logs: &syncBuffer{}}
-	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
+	logger, logs := logtest.New()
+	e := &env{t: t, db: sqltest.Open(t, engine, sqlstore.Migrations), identity: newFakeIdentity(t), logs: logs}
 	url := e.identity.srv.URL
 	if opts.identityURL != nil {
 		url = *opts.identityURL

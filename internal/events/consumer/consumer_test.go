@@ -71,6 +71,16 @@ func openDB(t *testing.T, engine sqldb.Engine) *sqldb.DB {
 	return db
 }
 
+// ready opens the consumer's database on engine and connects to b, with
+// the event stream in place.
+func ready(t *testing.T, engine sqldb.Engine, b *eventstest.Broker) (*sqldb.DB, jetstream.JetStream) {
+	t.Helper()
+	db := openDB(t, engine)
+	_, js := eventstest.Connect(t, b)
+	eventstest.EnsureStream(t, js, b)
+	return db, js
+}
+
 func envelope(typ string) events.Envelope {
 	return events.Envelope{
 		SpecVersion: events.SpecVersion, ID: uuid.NewString(), Type: typ, Source: "identity",
@@ -104,13 +114,11 @@ func recordingHandler(ctx context.Context, tx *sqldb.Tx, e events.Envelope) erro
 	return err
 }
 
+// applications is how many times the handler's work for event id was
+// committed.
 func applications(t *testing.T, db *sqldb.DB, id string) int {
 	t.Helper()
-	var n int
-	if err := db.QueryRow(context.Background(), `SELECT count(*) FROM applied WHERE event_id = $1`, id).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return count(t, db, `SELECT count(*) FROM applied WHERE event_id = $1`, id)
 }
 
 func count(t *testing.T, db *sqldb.DB, q string, args ...any) int {
@@ -155,9 +163,7 @@ func newConsumer(t *testing.T, db *sqldb.DB, js jetstream.JetStream, b *eventste
 func TestDuplicatesAppliedOnce(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		eventstest.Each(t, func(t *testing.T, b *eventstest.Broker) {
-			db := openDB(t, engine)
-			_, js := eventstest.Connect(t, b)
-			eventstest.EnsureStream(t, js, b)
+			db, js := ready(t, engine, b)
 
 			dup := envelope("identity.account.updated")
 			lostAck := envelope("identity.account.updated")
@@ -228,9 +234,7 @@ func TestDuplicatesAppliedOnce(t *testing.T) {
 func TestPoisonEventParkedNextProcessed(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		eventstest.Each(t, func(t *testing.T, b *eventstest.Broker) {
-			db := openDB(t, engine)
-			_, js := eventstest.Connect(t, b)
-			eventstest.EnsureStream(t, js, b)
+			db, js := ready(t, engine, b)
 
 			poison := envelope("identity.member.joined")
 			next := envelope("identity.member.joined")
@@ -283,9 +287,7 @@ func TestPoisonEventParkedNextProcessed(t *testing.T) {
 func TestTransientFailureRetried(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		b := eventstest.Embedded(t)
-		db := openDB(t, engine)
-		_, js := eventstest.Connect(t, b)
-		eventstest.EnsureStream(t, js, b)
+		db, js := ready(t, engine, b)
 		e := envelope("identity.account.created")
 		publish(t, js, b, e, e.ID)
 
@@ -319,9 +321,7 @@ func TestTransientFailureRetried(t *testing.T) {
 func TestPermanentErrorParksAtOnce(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		b := eventstest.Embedded(t)
-		db := openDB(t, engine)
-		_, js := eventstest.Connect(t, b)
-		eventstest.EnsureStream(t, js, b)
+		db, js := ready(t, engine, b)
 		e := envelope("identity.account.deleted")
 		publish(t, js, b, e, e.ID)
 		h := func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
@@ -339,9 +339,7 @@ func TestPermanentErrorParksAtOnce(t *testing.T) {
 func TestConsumersAreIndependent(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		b := eventstest.Embedded(t)
-		db := openDB(t, engine)
-		_, js := eventstest.Connect(t, b)
-		eventstest.EnsureStream(t, js, b)
+		db, js := ready(t, engine, b)
 		member := envelope("identity.member.joined")
 		user := envelope("identity.user.created")
 		publish(t, js, b, member, member.ID)

@@ -1,14 +1,12 @@
 package eventscmd
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,40 +17,13 @@ import (
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/events/eventstest"
 	"github.com/platformco/platform/internal/identity/sqlstore"
+	"github.com/platformco/platform/internal/logtest"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
 
-// syncBuffer is a buffer a command writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) lines() []string {
-	var out []string
-	for _, l := range strings.Split(s.String(), "\n") {
-		if l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func testEnv(vars map[string]string) (cli.Env, *syncBuffer, *syncBuffer) {
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+func testEnv(vars map[string]string) (cli.Env, *logtest.Buffer, *logtest.Buffer) {
+	out, errOut := &logtest.Buffer{}, &logtest.Buffer{}
 	return cli.Env{Getenv: func(k string) string { return vars[k] }, Stdout: out, Stderr: errOut}, out, errOut
 }
 
@@ -218,7 +189,7 @@ func newEnvelope() events.Envelope {
 		Subject: id, Time: time.Now().UTC(), Data: []byte(fmt.Sprintf(`{"account_id":%q}`, id))}
 }
 
-func startTail(t *testing.T, url string, args ...string) (*syncBuffer, func()) {
+func startTail(t *testing.T, url string, args ...string) (*logtest.Buffer, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	env, out, _ := testEnv(map[string]string{"EVENTS_URL": url})
@@ -245,9 +216,9 @@ func TestTailPrintsEachEnvelopeOnce(t *testing.T) {
 	publishEnvelope(t, js, second, second.ID)
 
 	out, stop := startTail(t, b.URL)
-	eventstest.Eventually(t, 20*time.Second, "two lines", func() bool { return len(out.lines()) >= 2 })
+	eventstest.Eventually(t, 20*time.Second, "two lines", func() bool { return len(out.Lines()) >= 2 })
 	stop()
-	lines := out.lines()
+	lines := out.Lines()
 	if len(lines) != 2 {
 		t.Fatalf("tail printed %d lines, want 2:\n%s", len(lines), out)
 	}
@@ -275,7 +246,7 @@ func TestTailNewSkipsTheBacklog(t *testing.T) {
 		e := newEnvelope()
 		publishEnvelope(t, js, e, e.ID)
 		time.Sleep(50 * time.Millisecond)
-		return len(out.lines()) > 0
+		return len(out.Lines()) > 0
 	})
 	stop()
 	if strings.Contains(out.String(), old.ID) {

@@ -1,5 +1,6 @@
 // Package gatewaytest serves a controllable identity key set and mints
-// tokens with its keys, for tests of the gateway and of anything behind it.
+// tokens with its keys, for tests of the gateway and of anything behind it;
+// it also gives those tests a scoped Redis connection and a poll helper.
 package gatewaytest
 
 import (

@@ -88,17 +88,6 @@ func startCache(t *testing.T, opts jwks.Options) *jwks.Cache {
 	return c
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func usable(c *jwks.Cache) func() bool {
 	return func() bool { return c.Status(time.Now()).Usable }
 }
@@ -107,7 +96,7 @@ func TestCacheNeverLoadedIsUnusable(t *testing.T) {
 	ks := gatewaytest.NewKeyServer(t, nil)
 	ks.SetMode(gatewaytest.Fail)
 	c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: time.Minute})
-	waitFor(t, "a failed fetch", func() bool { return ks.Hits() >= 2 })
+	gatewaytest.WaitFor(t, "a failed fetch", func() bool { return ks.Hits() >= 2 })
 	st := c.Status(time.Now())
 	if st.Usable || st.Loaded {
 		t.Fatalf("status = %+v, want neither usable nor loaded", st)
@@ -130,7 +119,7 @@ func TestCacheSlowKeySetIsAnOutage(t *testing.T) {
 	}))
 	t.Cleanup(func() { close(release); srv.Close() })
 	c := startCache(t, jwks.Options{URL: srv.URL, TTL: time.Minute, FetchTimeout: 100 * time.Millisecond})
-	waitFor(t, "two timed-out fetches", func() bool { return c.Fetches() >= 2 })
+	gatewaytest.WaitFor(t, "two timed-out fetches", func() bool { return c.Fetches() >= 2 })
 	if c.Status(time.Now()).Usable {
 		t.Fatal("a key set slower than the fetch timeout was used")
 	}
@@ -140,7 +129,7 @@ func TestCacheBadAnswerNeverReplacesGoodKeys(t *testing.T) {
 	for _, mode := range []gatewaytest.Mode{gatewaytest.Garbage, gatewaytest.Fail} {
 		ks := gatewaytest.NewKeyServer(t, nil)
 		c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: time.Minute, Cooldown: time.Millisecond})
-		waitFor(t, "the first load", usable(c))
+		gatewaytest.WaitFor(t, "the first load", usable(c))
 		ks.SetMode(mode)
 		before := ks.Hits()
 		if !c.RefreshEarly(context.Background()) {
@@ -161,9 +150,9 @@ func TestCacheBadAnswerNeverReplacesGoodKeys(t *testing.T) {
 func TestCacheExpiresWhenRefreshesFail(t *testing.T) {
 	ks := gatewaytest.NewKeyServer(t, nil)
 	c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: 400 * time.Millisecond})
-	waitFor(t, "the first load", usable(c))
+	gatewaytest.WaitFor(t, "the first load", usable(c))
 	ks.SetMode(gatewaytest.Fail)
-	waitFor(t, "expiry", func() bool { return !c.Status(time.Now()).Usable })
+	gatewaytest.WaitFor(t, "expiry", func() bool { return !c.Status(time.Now()).Usable })
 	st := c.Status(time.Now())
 	if !st.Loaded {
 		t.Error("Loaded = false after a successful load")
@@ -172,15 +161,15 @@ func TestCacheExpiresWhenRefreshesFail(t *testing.T) {
 		t.Error("an expired key set still answered Lookup")
 	}
 	ks.SetMode(gatewaytest.Serve)
-	waitFor(t, "recovery", usable(c))
+	gatewaytest.WaitFor(t, "recovery", usable(c))
 }
 
 func TestCacheRefreshesInBackground(t *testing.T) {
 	ks := gatewaytest.NewKeyServer(t, nil)
 	c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: 300 * time.Millisecond})
-	waitFor(t, "the first load", usable(c))
+	gatewaytest.WaitFor(t, "the first load", usable(c))
 	ks.Publish(ks.AddKey(t, "k2", "ES256"))
-	waitFor(t, "rotation to k2", func() bool {
+	gatewaytest.WaitFor(t, "rotation to k2", func() bool {
 		_, ok := c.Lookup("k2", time.Now())
 		return ok
 	})
@@ -212,7 +201,7 @@ func TestRefreshEarlyOneFetchForManyCallers(t *testing.T) {
 	}))
 	t.Cleanup(slow.Close)
 	c := startCache(t, jwks.Options{URL: slow.URL, TTL: time.Minute, Cooldown: time.Minute})
-	waitFor(t, "the first load", usable(c))
+	gatewaytest.WaitFor(t, "the first load", usable(c))
 	before := hits.Load()
 
 	ks.Publish("k1", ks.AddKey(t, "k2", "EdDSA"))

@@ -2,15 +2,14 @@ package ratelimit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/platformco/platform/internal/gateway/gatewaytest"
 )
 
 func TestLocalAllowsBurstThenRefuses(t *testing.T) {
@@ -74,35 +73,10 @@ func TestLocalConcurrentCallersShareOneAllowance(t *testing.T) {
 	}
 }
 
-func testRedis(t *testing.T) (*redis.Client, string) {
-	t.Helper()
-	u := os.Getenv("TEST_REDIS_URL")
-	if u == "" {
-		t.Skip("TEST_REDIS_URL is not set")
-	}
-	opt, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	prefix := "test:ratelimit:" + hex.EncodeToString(b) + ":"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, "*"+prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
-	})
-	return rdb, prefix
-}
-
 // TestRedisSharedAcrossReplicas races two limiters (two gateway replicas)
 // over one Redis: together they allow exactly the limit.
 func TestRedisSharedAcrossReplicas(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := gatewaytest.Redis(t, "ratelimit")
 	a := NewRedis(rdb, 20, prefix, nil)
 	b := NewRedis(rdb, 20, prefix, nil)
 	var allowed atomic.Int64

@@ -2,10 +2,8 @@ package session_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,38 +11,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/platformco/platform/internal/gateway/gatewaytest"
 	"github.com/platformco/platform/internal/gateway/session"
 )
-
-func testRedis(t *testing.T) (*redis.Client, string) {
-	t.Helper()
-	u := os.Getenv("TEST_REDIS_URL")
-	if u == "" {
-		t.Skip("TEST_REDIS_URL is not set")
-	}
-	opt, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	prefix := "test:session:" + hex.EncodeToString(b) + ":"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
-	})
-	return rdb, prefix
-}
 
 const token = "eyJhbGciOiJFZERTQSJ9.secret-identity-token.sig"
 
 func TestStoreLifecycle(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := gatewaytest.Redis(t, "session")
 	s := session.New(rdb, prefix)
 	ctx := context.Background()
 	exp := time.Now().Add(time.Hour).Truncate(time.Second).UTC()
@@ -90,7 +64,7 @@ func TestStoreLifecycle(t *testing.T) {
 }
 
 func TestStoreRefusesUnknownAndTamperedIDs(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := gatewaytest.Redis(t, "session")
 	s := session.New(rdb, prefix)
 	ctx := context.Background()
 	id, err := s.Create(ctx, token, time.Now().Add(time.Hour))
@@ -111,7 +85,7 @@ func TestStoreRefusesUnknownAndTamperedIDs(t *testing.T) {
 }
 
 func TestStoreExpires(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := gatewaytest.Redis(t, "session")
 	s := session.New(rdb, prefix)
 	ctx := context.Background()
 	id, err := s.Create(ctx, token, time.Now().Add(300*time.Millisecond))
@@ -137,7 +111,7 @@ func TestStoreExpires(t *testing.T) {
 // TestStoreConcurrentCreatesAreDistinct races session creation: every
 // session gets its own id and its own token back.
 func TestStoreConcurrentCreatesAreDistinct(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := gatewaytest.Redis(t, "session")
 	s := session.New(rdb, prefix)
 	ctx := context.Background()
 	const n = 50

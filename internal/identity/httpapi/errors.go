@@ -11,6 +11,7 @@ import (
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/identity"
+	"github.com/platformco/platform/internal/sqldb"
 )
 
 // statusOf is the one table from identity's error codes to HTTP statuses.
@@ -51,6 +52,12 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 			httpx.WriteProblem(w, r, status, e.Code, e.Message, e.Fields)
 			return
 		}
+	}
+	if sqldb.IsUnavailable(err) {
+		a.log.Warn("database unavailable", "err", err, "method", r.Method, "path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+		w.Header().Set("Retry-After", "1")
+		httpx.WriteProblem(w, r, http.StatusServiceUnavailable, "unavailable", "the service is temporarily unavailable; try again shortly", nil)
+		return
 	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The caller went away; nobody reads the answer.

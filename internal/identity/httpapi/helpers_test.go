@@ -5,52 +5,33 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/identitytest"
+	"github.com/platformco/platform/internal/logtest"
 	"github.com/platformco/platform/internal/sqldb"
 )
-
-// syncBuffer collects the service's log lines from concurrent requests.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // server is identity's handler over a fresh database, wired as
 // identitycmd wires it.
 type server struct {
 	env  *identitytest.Env
 	h    http.Handler
-	logs *syncBuffer
+	logs *logtest.Buffer // the service's log lines from concurrent requests
 }
 
 func newServer(t testing.TB, engine sqldb.Engine, cfg identitytest.Config) *server {
 	t.Helper()
 	env := identitytest.New(t, engine, cfg)
-	logs := &syncBuffer{}
+	logger, logs := logtest.New()
 	h := httpapi.NewHandler(httpapi.Deps{
 		Service:     env.Service,
 		Idempotency: idempotency.New(env.DB),
@@ -60,7 +41,7 @@ func newServer(t testing.TB, engine sqldb.Engine, cfg identitytest.Config) *serv
 			}
 			return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": string(env.DB.Engine)}}
 		},
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		Logger: logger,
 	})
 	return &server{env: env, h: h, logs: logs}
 }

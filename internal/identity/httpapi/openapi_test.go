@@ -286,6 +286,8 @@ func TestOpenAPIConformance(t *testing.T) {
 		}
 		c.json("GET", "/v1/accounts", "", 200, &personal, oaBearer(ownerTok))
 		c.code("GET", "/v1/accounts", "", 401, "unauthorized")
+		c.code("GET", "/v1/accounts?limit=0", "", 422, "validation_failed", oaBearer(ownerTok))
+		c.code("GET", "/v1/accounts?cursor=bm90LWEtY3Vyc29y", "", 422, "validation_failed", oaBearer(ownerTok))
 		var team struct{ ID string }
 		c.json("POST", "/v1/accounts", `{"name":"Acme Tools"}`, 201, &team, oaBearer(ownerTok), oaHeader("Idempotency-Key", "acct-1"))
 		c.do("POST", "/v1/accounts", `{"name":"Acme Tools"}`, 201, oaBearer(ownerTok), oaHeader("Idempotency-Key", "acct-1"))
@@ -301,6 +303,12 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.code("POST", "/v1/accounts", `{"name":"x"}`, 403, "forbidden", oaHeader("Cookie", SessionCookie+"="+ownerTok), evil)
 		c.code("POST", "/v1/accounts", `{"name":"x"}`, 401, "unauthorized")
 		acct := "/v1/accounts/" + team.ID
+		if link := c.do("GET", "/v1/accounts?limit=1", "", 200, oaBearer(ownerTok)).Header().Get("Link"); link == "" {
+			t.Error("accounts?limit=1 of two: no Link to the next page")
+		} else {
+			next := strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+			c.do("GET", next, "", 200, oaBearer(ownerTok))
+		}
 
 		// Invitations: admin and member join the team.
 		invite := func(email, role string) string {
@@ -357,6 +365,17 @@ func TestOpenAPIConformance(t *testing.T) {
 
 		// Members.
 		c.do("GET", acct+"/members", "", 200, oaBearer(memberTok))
+		var page struct {
+			Members    []json.RawMessage
+			NextCursor *string `json:"next_cursor"`
+		}
+		c.json("GET", acct+"/members?limit=1", "", 200, &page, oaBearer(memberTok))
+		if page.NextCursor == nil {
+			t.Fatal("members?limit=1 of three: no next_cursor")
+		}
+		c.do("GET", acct+"/members?limit=1&cursor="+*page.NextCursor, "", 200, oaBearer(memberTok))
+		c.code("GET", acct+"/members?cursor=bm90LWEtY3Vyc29y", "", 422, "validation_failed", oaBearer(memberTok))
+		c.code("GET", acct+"/members?limit=201", "", 422, "validation_failed", oaBearer(memberTok))
 		c.code("GET", acct+"/members", "", 404, "not_found", oaBearer(inviteeTok))
 		c.code("GET", acct+"/members", "", 401, "unauthorized")
 		member := env.Principal(t, memberTok, "")

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"embed"
-	"io/fs"
 
 	"github.com/platformco/platform/internal/sqldb"
 )
@@ -11,12 +10,4 @@ import (
 var migrationFiles embed.FS
 
 // Migrations is identity's schema history, one directory per engine.
-var Migrations sqldb.Migrations = mustSub(migrationFiles, "migrations")
-
-func mustSub(f fs.FS, dir string) fs.FS {
-	sub, err := fs.Sub(f, dir)
-	if err != nil {
-		panic(err)
-	}
-	return sub
-}
+var Migrations = sqldb.MigrationsFrom(migrationFiles, "migrations")

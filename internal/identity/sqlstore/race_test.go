@@ -143,20 +143,38 @@ func TestRaceAcceptInvitation(t *testing.T) {
 	})
 }
 
+// teamOfOwners creates a team account with n owners and returns a
+// principal for each, in that account, the creator first.
+func teamOfOwners(t *testing.T, env *identitytest.Env, n int) []identity.Principal {
+	t.Helper()
+	first := env.Team(t, env.User(t, "owner0@example.com"), "Acme Corp")
+	ps := []identity.Principal{first}
+	for i := 1; i < n; i++ {
+		p := env.Join(t, first, env.User(t, fmt.Sprintf("owner%d@example.com", i)), identity.RoleMember)
+		if _, err := env.Service.ChangeRole(ctx, first, p.User.ID, identity.RoleOwner); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, env.For(t, p, first.Account.ID))
+	}
+	return ps
+}
+
+// ownersOf counts the owners of account in the database.
+func ownersOf(t *testing.T, env *identitytest.Env, account string) int {
+	t.Helper()
+	var n int
+	if err := env.DB.QueryRow(ctx, `SELECT count(*) FROM memberships WHERE account_id = $1 AND role = 'owner'`, account).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func TestRaceOwnersDemoteThemselves(t *testing.T) {
 	for _, owners := range []int{2, 20} {
 		t.Run(fmt.Sprintf("%dOwners", owners), func(t *testing.T) {
 			sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 				env := identitytest.New(t, engine, identitytest.Config{})
-				first := env.Team(t, env.User(t, "owner0@example.com"), "Acme Corp")
-				ps := []identity.Principal{first}
-				for i := 1; i < owners; i++ {
-					p := env.Join(t, first, env.User(t, fmt.Sprintf("owner%d@example.com", i)), identity.RoleMember)
-					if _, err := env.Service.ChangeRole(ctx, first, p.User.ID, identity.RoleOwner); err != nil {
-						t.Fatal(err)
-					}
-					ps = append(ps, env.For(t, p, first.Account.ID))
-				}
+				ps := teamOfOwners(t, env, owners)
 				// Every owner, with a principal that says owner, steps down
 				// at once; some several times over.
 				codes, unexpected := race(racers, func(i int) error {
@@ -165,11 +183,7 @@ func TestRaceOwnersDemoteThemselves(t *testing.T) {
 					return err
 				})
 				wantNoUnexpected(t, unexpected)
-				var left int
-				if err := env.DB.QueryRow(ctx, `SELECT count(*) FROM memberships WHERE account_id = $1 AND role = 'owner'`, first.Account.ID).Scan(&left); err != nil {
-					t.Fatal(err)
-				}
-				if left != 1 {
+				if left := ownersOf(t, env, ps[0].Account.ID); left != 1 {
 					t.Fatalf("owners left = %d, want exactly 1 (answers %v)", left, codes)
 				}
 				if n := len(eventsOf(t, env, identity.EventMemberRoleChanged)) - (owners - 1); n != owners-1 {
@@ -189,25 +203,13 @@ func TestRaceOwnersRemoveEachOther(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		const owners = 10
 		env := identitytest.New(t, engine, identitytest.Config{})
-		first := env.Team(t, env.User(t, "owner0@example.com"), "Acme Corp")
-		ps := []identity.Principal{first}
-		for i := 1; i < owners; i++ {
-			p := env.Join(t, first, env.User(t, fmt.Sprintf("owner%d@example.com", i)), identity.RoleMember)
-			if _, err := env.Service.ChangeRole(ctx, first, p.User.ID, identity.RoleOwner); err != nil {
-				t.Fatal(err)
-			}
-			ps = append(ps, env.For(t, p, first.Account.ID))
-		}
+		ps := teamOfOwners(t, env, owners)
 		_, unexpected := race(racers, func(i int) error {
 			by, target := ps[i%owners], ps[(i/owners+i+1)%owners]
 			return env.Service.RemoveMember(ctx, by, target.User.ID)
 		})
 		wantNoUnexpected(t, unexpected)
-		var left int
-		if err := env.DB.QueryRow(ctx, `SELECT count(*) FROM memberships WHERE account_id = $1 AND role = 'owner'`, first.Account.ID).Scan(&left); err != nil {
-			t.Fatal(err)
-		}
-		if left < 1 {
+		if left := ownersOf(t, env, ps[0].Account.ID); left < 1 {
 			t.Fatalf("owners left = %d, want at least 1", left)
 		}
 	})

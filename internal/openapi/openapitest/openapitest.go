@@ -174,8 +174,9 @@ func Lint(root map[string]any) []string {
 
 // walkSchemas calls fn for every schema object under the document's
 // paths and components. refinement is true for a member of an allOf,
-// anyOf or oneOf that has no type of its own: it narrows a sibling schema
-// (for example a problem's status and code) and is closed by it.
+// anyOf or oneOf that has no type of its own, and for the untyped
+// properties of such a member: it narrows a sibling schema (for example a
+// problem's status and code) and is closed by it.
 func walkSchemas(node any, ptr string, fn func(ptr string, s map[string]any, refinement bool)) {
 	var visit func(v any, ptr string, refinement bool)
 	visit = func(v any, ptr string, refinement bool) {
@@ -186,7 +187,9 @@ func walkSchemas(node any, ptr string, fn func(ptr string, s map[string]any, ref
 		fn(ptr, s, refinement)
 		if props, ok := s["properties"].(map[string]any); ok {
 			for _, k := range sortedKeys(props) {
-				visit(props[k], ptr+"/properties/"+escape(k), false)
+				// A refinement's properties narrow the sibling's
+				// properties of the same name, and are closed by them.
+				visit(props[k], ptr+"/properties/"+escape(k), refinement && !typed(props[k]))
 			}
 		}
 		for _, k := range []string{"items", "additionalProperties", "not", "if", "then", "else", "contains", "unevaluatedProperties"} {
@@ -197,9 +200,7 @@ func walkSchemas(node any, ptr string, fn func(ptr string, s map[string]any, ref
 		for _, k := range []string{"allOf", "anyOf", "oneOf", "prefixItems"} {
 			if list, ok := s[k].([]any); ok {
 				for i, sub := range list {
-					m, _ := sub.(map[string]any)
-					_, typed := m["type"]
-					visit(sub, ptr+"/"+k+"/"+strconv.Itoa(i), k != "prefixItems" && !typed)
+					visit(sub, ptr+"/"+k+"/"+strconv.Itoa(i), k != "prefixItems" && !typed(sub))
 				}
 			}
 		}
@@ -233,6 +234,12 @@ func walkSchemas(node any, ptr string, fn func(ptr string, s map[string]any, ref
 		}
 	}
 	find(node, ptr)
+}
+
+func typed(schema any) bool {
+	m, _ := schema.(map[string]any)
+	_, ok := m["type"]
+	return ok
 }
 
 // unmatchedResponses compiles the x-unmatched-responses extension.
@@ -326,6 +333,9 @@ func mustLoad(t TB, doc []byte) *Document {
 func Wrap(t TB, doc []byte, h http.Handler) http.Handler {
 	t.Helper()
 	d := mustLoad(t, doc)
+	if d == nil {
+		return h // t has failed already
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -351,7 +361,11 @@ func Transport(t TB, doc []byte, base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &transport{t: t, doc: mustLoad(t, doc), base: base}
+	d := mustLoad(t, doc)
+	if d == nil {
+		return base // t has failed already
+	}
+	return &transport{t: t, doc: d, base: base}
 }
 
 type transport struct {
@@ -409,9 +423,11 @@ func (d *Document) report(t TB, req *http.Request, reqBody []byte, res exchange)
 // disagreement with the document, none when they agree.
 func (d *Document) Check(req *http.Request, reqBody []byte, status int, header http.Header, body []byte) []string {
 	req = req.Clone(req.Context())
-	// httpx.DecodeJSON reads a body without a Content-Type as JSON; say
+	// httpx.DecodeJSON reads a body without a Content-Type, or with any
+	// +json type (application/merge-patch+json), as application/json; say
 	// so to the validator, which otherwise finds no declared media type.
-	if req.Header.Get("Content-Type") == "" && len(reqBody) > 0 {
+	mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	if (mt == "" && len(reqBody) > 0) || strings.HasSuffix(mt, "+json") {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	newReq := func() *http.Request {
@@ -448,9 +464,13 @@ func (d *Document) Check(req *http.Request, reqBody []byte, status int, header h
 	}
 	if op.Responses != nil && op.Responses.Codes != nil {
 		declared := op.Responses.Codes.GetOrZero(strconv.Itoa(status))
-		if declared != nil && (declared.Content == nil || orderedmap.Len(declared.Content) == 0) && len(body) > 0 {
+		switch {
+		case declared == nil:
+		case orderedmap.Len(declared.Content) == 0 && len(body) > 0:
 			out = append(out, fmt.Sprintf("response: %d is declared without content, but it carries a %d-byte body (Content-Type %q)",
 				status, len(body), header.Get("Content-Type")))
+		case orderedmap.Len(declared.Content) > 0 && len(body) == 0 && req.Method != http.MethodHead:
+			out = append(out, fmt.Sprintf("response: %d is declared with content, but its body is empty", status))
 		}
 	}
 	return out
@@ -561,3 +581,37 @@ func (c *recorder) result() exchange {
 }
 
 var _ http.RoundTripper = (*transport)(nil)
+
+// Route returns the method and path template of the operation r matches,
+// for example "GET /v1/accounts/{accountID}"; ok is false when none does.
+func (d *Document) Route(r *http.Request) (route string, ok bool) {
+	pathItem, _, template := paths.FindPath(r, d.model, d.options)
+	if pathItem == nil || helpers.ExtractOperation(r, pathItem) == nil {
+		return "", false
+	}
+	return r.Method + " " + template, true
+}
+
+// Responses returns every response the document declares, as
+// "METHOD /template STATUS" (for example "GET /v1/me 401"), sorted, with
+// each status of x-unmatched-responses as "UNMATCHED STATUS". A suite can
+// compare it with the responses it saw to find the ones it never
+// exercised.
+func (d *Document) Responses() []string {
+	var out []string
+	for p := d.model.Paths.PathItems.First(); p != nil; p = p.Next() {
+		for o := p.Value().GetOperations().First(); o != nil; o = o.Next() {
+			if o.Value().Responses == nil || o.Value().Responses.Codes == nil {
+				continue
+			}
+			for c := o.Value().Responses.Codes.First(); c != nil; c = c.Next() {
+				out = append(out, strings.ToUpper(o.Key())+" "+p.Key()+" "+c.Key())
+			}
+		}
+	}
+	for s := range d.unmatched {
+		out = append(out, "UNMATCHED "+strconv.Itoa(s))
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,140 @@
+package reliability
+
+import (
+	"net/http"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/platformco/platform/internal/e2e"
+)
+
+func startGateway(t *testing.T, s *stack, extra e2e.Env) *e2e.Proc {
+	t.Helper()
+	env := e2e.Env{
+		"IDENTITY_URL":         s.identity.URL,
+		"IDENTITY_ISSUER":      s.identityEnv["IDENTITY_ISSUER"],
+		"BOX_URL":              s.box.URL,
+		"IDENTITY_JWKS_TTL_MS": "1000",
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return e2e.Start(t, env, "gateway", "serve")
+}
+
+// TestRedisOutage: with Redis stopped the gateway keeps serving, limits
+// callers per process (429 past the limit, never for everyone), and says so
+// in readiness; with Redis back readiness is 200 again by itself.
+func TestRedisOutage(t *testing.T) {
+	redis := startRedis(t)
+	s := newStack(t, startPostgres(t), stackOptions{})
+	const limit = 25
+	gw := startGateway(t, s, e2e.Env{"REDIS_URL": redis.redisURL(), "GATEWAY_RATE_LIMIT": strconv.Itoa(limit)})
+	buyer := s.register(t, "buyer@example.com")
+	c := e2e.Client{Base: gw.URL, Token: buyer.token}
+	e2e.Eventually(t, 10*time.Second, "gateway ready", func() bool { return ready(gw.URL) == 200 })
+	ok := c.Do(t, "GET", "/readyz", nil).JSON(t)
+	if deps, _ := ok["deps"].(map[string]any); deps["redis"] != "ok" {
+		t.Fatalf("readyz with Redis up = %v", ok)
+	}
+	c.Do(t, "GET", "/v1/me", nil).Expect(t, http.StatusOK)
+
+	redis.stop(t, syscall.SIGTERM)
+	e2e.Eventually(t, 10*time.Second, "readiness to report Redis", func() bool {
+		r := c.Do(t, "GET", "/readyz", nil)
+		deps, _ := r.JSON(t)["deps"].(map[string]any)
+		return r.Status == 503 && deps["redis"] == "unavailable" && deps["identity"] == "ok"
+	})
+	if got := healthz(gw.URL); got != 200 {
+		t.Errorf("gateway /healthz = %d with Redis down", got)
+	}
+	served, limited := 0, 0
+	for i := 0; i < limit*2; i++ {
+		switch r := c.Do(t, "GET", "/v1/me", nil); r.Status {
+		case http.StatusOK:
+			served++
+		case http.StatusTooManyRequests:
+			limited++
+			if r.Header.Get("Retry-After") == "" {
+				t.Errorf("429 without Retry-After")
+			}
+		default:
+			t.Fatalf("request %d with Redis down: %d %s", i, r.Status, r.Body)
+		}
+	}
+	if served == 0 || served > limit || limited == 0 {
+		t.Errorf("with Redis down: %d served, %d limited; want the per-process limit of %d", served, limited, limit)
+	}
+
+	redis.start(t)
+	e2e.Eventually(t, 15*time.Second, "readiness 200 with Redis back", func() bool { return ready(gw.URL) == 200 })
+	if gw.Exited() {
+		t.Fatal("the gateway exited")
+	}
+}
+
+// TestGracefulShutdownDrains: requests in flight when box and identity get
+// SIGTERM finish with their normal answer; nothing accepted before the
+// signal gets a 5xx, and the processes exit 0.
+func TestGracefulShutdownDrains(t *testing.T) {
+	s := newStack(t, startPostgres(t), stackOptions{})
+	op := s.staff(t, "operator@example.com")
+	buyer := s.register(t, "buyer@example.com")
+
+	// Box: identity answers slowly (within BOX_IDENTITY_TIMEOUT), so grants
+	// are provably in flight when the signal arrives.
+	s.proxy.set(faultMode{delay: 600 * time.Millisecond})
+	const n = 8
+	type answer struct {
+		status int
+		err    error
+	}
+	answers := make(chan answer, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			status, _, err := send("POST", s.box.URL+"/v1/operator/entitlements", op.token, map[string]any{"account_id": uuidFor(i), "product": "kit"})
+			answers <- answer{status, err}
+		}()
+	}
+	e2e.Eventually(t, 10*time.Second, "grants in flight", func() bool { return s.proxy.inflight.Load() == n })
+	s.box.Signal(syscall.SIGTERM)
+	for i := 0; i < n; i++ {
+		a := <-answers
+		if a.err != nil || a.status != http.StatusCreated {
+			t.Errorf("in-flight grant during shutdown: %d %v, want 201", a.status, a.err)
+		}
+	}
+	if !s.box.Wait(25*time.Second) || s.box.ExitCode() != 0 {
+		t.Errorf("box did not exit 0 after draining:\n%s", s.box.Logs())
+	}
+	s.proxy.set(faultMode{})
+	if got := count(t, s.boxDB, `SELECT count(*) FROM entitlements`); got != n {
+		t.Errorf("%d entitlements stored, want %d", got, n)
+	}
+
+	// Identity under steady load: no 5xx, whatever the timing.
+	l := startLoad(6, func(w, i int) (int, string, error) {
+		status, _, err := send("GET", s.identity.URL+"/v1/me", buyer.token, nil)
+		return status, "", err
+	})
+	e2e.Eventually(t, 10*time.Second, "load on identity", func() bool { l.res.mu.Lock(); defer l.res.mu.Unlock(); return l.res.statuses[200] > 50 })
+	s.identity.Signal(syscall.SIGTERM)
+	if !s.identity.Wait(25 * time.Second) {
+		t.Fatal("identity did not stop")
+	}
+	res := l.stop()
+	for status, c := range res.statuses {
+		if status >= 500 {
+			t.Errorf("%d answers of %d during identity's shutdown", c, status)
+		}
+	}
+	if s.identity.ExitCode() != 0 {
+		t.Errorf("identity exit %d", s.identity.ExitCode())
+	}
+}
+
+func uuidFor(i int) string {
+	return "aaaaaaaa-0000-4000-8000-" + strconv.FormatInt(int64(100000000000+i), 10)
+}

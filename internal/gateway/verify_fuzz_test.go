@@ -1,0 +1,70 @@
+package gateway_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/gateway"
+	"github.com/platformco/platform/internal/gateway/gatewaytest"
+	"github.com/platformco/platform/internal/gateway/jwks"
+)
+
+// oneKey is a loaded key set holding one Ed25519 key.
+type oneKey struct{ key jwks.Key }
+
+func (k oneKey) Status(time.Time) jwks.Status { return jwks.Status{Usable: true, Loaded: true} }
+func (k oneKey) Lookup(kid string, _ time.Time) (jwks.Key, bool) {
+	return k.key, kid == k.key.ID
+}
+func (k oneKey) RefreshEarly(context.Context) bool { return false }
+
+// FuzzVerify: whatever the bearer token, the verifier answers claims or
+// the one invalid-token error, never a panic; and mutating a valid token
+// (which the fuzzer does from the seeds) never yields different claims.
+func FuzzVerify(f *testing.F) {
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	const issuer = "http://identity.test"
+	v := gateway.NewVerifier(oneKey{jwks.Key{ID: "k1", Alg: jwks.AlgEdDSA, Public: pub}}, issuer)
+	claims := func(mut func(jwt.MapClaims)) jwt.MapClaims {
+		c := jwt.MapClaims{"iss": issuer, "sub": "u1", "sid": "s1", "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()}
+		if mut != nil {
+			mut(c)
+		}
+		return c
+	}
+	good := gatewaytest.Sign(f, jwks.AlgEdDSA, "k1", priv, claims(nil))
+	_, otherPriv, _ := ed25519.GenerateKey(rand.Reader)
+	none, _ := jwt.NewWithClaims(jwt.SigningMethodNone, claims(nil)).SignedString(jwt.UnsafeAllowNoneSignatureType)
+	seeds := []string{
+		good,
+		gatewaytest.Sign(f, jwks.AlgEdDSA, "k1", otherPriv, claims(nil)),
+		gatewaytest.Sign(f, jwks.AlgEdDSA, "k1", priv, claims(func(c jwt.MapClaims) { c["iss"] = "http://evil.test" })),
+		gatewaytest.Sign(f, jwks.AlgEdDSA, "k1", priv, claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Hour).Unix() })),
+		gatewaytest.Sign(f, jwks.AlgEdDSA, "k1", priv, claims(func(c jwt.MapClaims) { delete(c, "exp") })),
+		gatewaytest.Sign(f, jwks.AlgEdDSA, "k2", priv, claims(nil)),
+		gatewaytest.Sign(f, jwks.AlgEdDSA, "", priv, claims(nil)),
+		none, "", ".", "..", "a.b.c", "eyJhbGciOiJub25lIn0..", strings.Repeat("A", 4096),
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, token string) {
+		c, err := v.Verify(context.Background(), token)
+		if err != nil {
+			if errs.Code(err) != gateway.CodeInvalidToken {
+				t.Fatalf("Verify(%q): %v, want %s", token, err, gateway.CodeInvalidToken)
+			}
+			return
+		}
+		if c.Subject != "u1" || c.SessionID != "s1" {
+			t.Fatalf("Verify(%q) accepted claims %+v that were never signed", token, c)
+		}
+	})
+}
