@@ -5,7 +5,7 @@ GO        ?= go
 TESTFLAGS ?=
 BENCHTIME ?= 1s
 
-.PHONY: build test bench check vet fmt dev clean
+.PHONY: build test bench check vet fmt dev docs clean
 
 build:
 	$(GO) build -o bin/platform ./cmd/platform
@@ -27,6 +27,11 @@ fmt:
 
 dev:
 	$(GO) run ./cmd/platform dev
+
+# docs renders each service's OpenAPI document to docs/api/<service>.html
+# (Redocly, pinned in scripts/docs; needs Node and npm).
+docs:
+	sh scripts/docs.sh
 
 clean:
 	rm -rf bin data

@@ -193,6 +193,9 @@ func (s *Store) Wrap(scope func(r *http.Request) string, fail Failure, h http.Ha
 				w.Header().Set("Location", replay.location.String)
 			}
 			w.Header().Set("Idempotent-Replayed", "true")
+			// Replayed bodies can hold a secret (an invitation or a
+			// capability token): never let a cache keep one.
+			w.Header().Set("Cache-Control", "no-store")
 			w.Header().Set("Content-Length", strconv.Itoa(len(replay.body)))
 			w.WriteHeader(int(replay.status.Int64))
 			_, _ = w.Write(replay.body)

@@ -92,8 +92,8 @@ func TestBoxFailsClosedWhenIdentityFails(t *testing.T) {
 			if r.Status != want {
 				t.Errorf("%s: status %d, want %d; body %s", c.name, r.Status, want, r.Body)
 			}
-			if want == 503 && errorCode(t, r) != "unavailable" {
-				t.Errorf("%s: code %q, want unavailable", c.name, errorCode(t, r))
+			if want == 503 && r.ErrorCode() != "unavailable" {
+				t.Errorf("%s: code %q, want unavailable", c.name, r.ErrorCode())
 			}
 		}
 		if after := s.boxRows(t); after != before {

@@ -6,7 +6,6 @@
 package reliability
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -20,33 +19,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/platformco/platform/internal/e2e"
+	"github.com/platformco/platform/internal/logtest"
 	"github.com/platformco/platform/internal/sqldb"
 )
-
-// lockedBuffer collects a daemon's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func tcpOpen(port int) bool {
 	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 200*time.Millisecond)
@@ -64,7 +45,7 @@ type daemon struct {
 	path string
 	args []string
 	port int
-	logs *lockedBuffer
+	logs *logtest.Buffer
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -125,7 +106,7 @@ func startNATS(t testing.TB) *daemon {
 	t.Helper()
 	path := lookBinary(t, "nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server")
 	port := e2e.FreePort(t)
-	d := &daemon{name: "nats-server", path: path, port: port, logs: &lockedBuffer{},
+	d := &daemon{name: "nats-server", path: path, port: port, logs: &logtest.Buffer{},
 		args: []string{"-js", "-sd", t.TempDir(), "-p", strconv.Itoa(port), "-a", "127.0.0.1"}}
 	d.start(t)
 	t.Cleanup(func() { d.stop(t, syscall.SIGTERM) })
@@ -139,7 +120,7 @@ func startRedis(t testing.TB) *daemon {
 	t.Helper()
 	path := lookBinary(t, "redis-server", "/usr/bin/redis-server")
 	port := e2e.FreePort(t)
-	d := &daemon{name: "redis-server", path: path, port: port, logs: &lockedBuffer{},
+	d := &daemon{name: "redis-server", path: path, port: port, logs: &logtest.Buffer{},
 		args: []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}}
 	d.start(t)
 	t.Cleanup(func() { d.stop(t, syscall.SIGTERM) })

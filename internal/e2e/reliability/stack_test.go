@@ -126,21 +126,6 @@ func (s *stack) boxRows(t *testing.T) int {
 	return n
 }
 
-// errorCode reads box's {error: {code}} or identity's problem code.
-func errorCode(t *testing.T, r e2e.Response) string {
-	t.Helper()
-	if len(r.Body) == 0 {
-		return ""
-	}
-	m := r.JSON(t)
-	if e, ok := m["error"].(map[string]any); ok {
-		s, _ := e["code"].(string)
-		return s
-	}
-	s, _ := m["code"].(string)
-	return s
-}
-
 // ready reports /readyz's status.
 func ready(base string) int {
 	c := http.Client{Timeout: 5 * time.Second}

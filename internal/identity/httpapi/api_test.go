@@ -13,6 +13,7 @@ import (
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/identitytest"
+	"github.com/platformco/platform/internal/openapi/openapitest"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
@@ -270,7 +271,7 @@ func TestWithoutDatabase(t *testing.T) {
 		"NoReadinessCheck":     {Logger: logger},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := &server{h: httpapi.NewHandler(deps)}
+			s := &server{h: openapitest.Wrap(t, httpapi.OpenAPI(), httpapi.NewHandler(deps))}
 			ready := s.do(t, "GET", "/readyz", nil).want(t, http.StatusOK).object(t)
 			wantKeys(t, "readyz", ready, "status", "deps")
 			if ready["status"] != "ok" || ready["deps"] != "none" {

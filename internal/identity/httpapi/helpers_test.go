@@ -17,6 +17,7 @@ import (
 	"github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/identitytest"
 	"github.com/platformco/platform/internal/logtest"
+	"github.com/platformco/platform/internal/openapi/openapitest"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -43,6 +44,11 @@ func newServer(t testing.TB, engine sqldb.Engine, cfg identitytest.Config) *serv
 		},
 		Logger: logger,
 	})
+	// Every request and response of the suite is checked against the
+	// OpenAPI document (benchmarks measure the bare handler).
+	if _, bench := t.(*testing.B); !bench {
+		h = openapitest.Wrap(t, httpapi.OpenAPI(), h)
+	}
 	return &server{env: env, h: h, logs: logs}
 }
 
