@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/platformco/platform/internal/e2e"
 	"github.com/platformco/platform/internal/sqldb"
@@ -42,10 +43,11 @@ func TestTraceCrossesServices(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("entitlements through the gateway: %d", resp.StatusCode)
 	}
+	// Each service logs a request after answering it: wait for the lines.
 	for name, p := range map[string]*e2e.Proc{"gateway": gw, "box": box, "identity": identity} {
-		if !strings.Contains(p.Logs(), `"trace_id":"`+traceID+`"`) {
-			t.Errorf("%s did not log the caller's trace id", name)
-		}
+		e2e.Eventually(t, 5*time.Second, name+" to log the caller's trace id", func() bool {
+			return strings.Contains(p.Logs(), `"trace_id":"`+traceID+`"`)
+		})
 	}
 	// identity's problem bodies carry the same trace id.
 	resp = do("/v1/accounts/00000000-0000-4000-8000-000000000000")

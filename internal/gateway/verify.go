@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/gateway/jwks"
+	"github.com/platformco/platform/internal/tokencache"
 )
 
 // Leeway is the clock skew allowed on exp, nbf and iat.
@@ -39,6 +41,10 @@ type tokenClaims struct {
 type Verifier struct {
 	keys   KeySource
 	parser *jwt.Parser
+
+	// verified spares repeated signature checks of the same token; an
+	// entry dies with its key or its expiry.
+	verified *tokencache.Cache[Claims]
 }
 
 // NewVerifier returns a verifier expecting iss = issuer.
@@ -54,6 +60,7 @@ func NewVerifier(keys KeySource, issuer string) *Verifier {
 			jwt.WithIssuedAt(),
 			jwt.WithLeeway(Leeway),
 		),
+		verified: tokencache.New[Claims](8192),
 	}
 }
 
@@ -73,7 +80,17 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 	if st := v.keys.Status(now); !st.Usable {
 		return Claims{}, &retryError{err: errKeysDown, retryAfter: st.RetryAfter}
 	}
-	var claims tokenClaims
+	lookup := func(kid string) (crypto.PublicKey, bool) {
+		key, ok := v.keys.Lookup(kid, now)
+		return key.Public, ok
+	}
+	if c, ok := v.verified.Get(token, now, lookup); ok {
+		return c, nil
+	}
+	var (
+		claims  tokenClaims
+		usedKey jwks.Key
+	)
 	_, err := v.parser.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
 		if kid == "" {
@@ -89,6 +106,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 		if t.Method.Alg() != key.Alg {
 			return nil, errors.New("token alg differs from the key's declared alg")
 		}
+		usedKey = key
 		return key.Public, nil
 	})
 	if err != nil {
@@ -97,5 +115,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 	if claims.Subject == "" || claims.ExpiresAt == nil {
 		return Claims{}, errInvalidToken
 	}
-	return Claims{Subject: claims.Subject, SessionID: claims.SessionID, ExpiresAt: claims.ExpiresAt.Time}, nil
+	c := Claims{Subject: claims.Subject, SessionID: claims.SessionID, ExpiresAt: claims.ExpiresAt.Time}
+	v.verified.Put(token, c, usedKey.ID, usedKey.Public, c.ExpiresAt.Add(Leeway))
+	return c, nil
 }

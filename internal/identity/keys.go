@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"crypto"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/ed25519"
@@ -16,6 +17,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/tokencache"
 )
 
 // AlgEdDSA is the one signing algorithm identity uses; verification is
@@ -130,10 +132,27 @@ type KeyRing struct {
 	signer    ed25519.PrivateKey
 	public    map[string]ed25519.PublicKey
 	order     []string // kids, newest first
+
+	// verified spares repeated Ed25519 verifications of the same token;
+	// an entry dies with its key (withdrawal) or its expiry.
+	verified *tokencache.Cache[Claims]
 }
 
+// verifiedTokens bounds the cache of verified tokens.
+const verifiedTokens = 8192
+
 // NewKeyRing returns an empty ring; call Refresh before use.
-func NewKeyRing(keys *Keys) *KeyRing { return &KeyRing{keys: keys} }
+func NewKeyRing(keys *Keys) *KeyRing {
+	return &KeyRing{keys: keys, verified: tokencache.New[Claims](verifiedTokens)}
+}
+
+// publicKey returns the published key named kid.
+func (r *KeyRing) publicKey(kid string) (crypto.PublicKey, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	key, ok := r.public[kid]
+	return key, ok
+}
 
 // Refresh loads the keys. When no usable key exists it creates the first
 // one, so a fresh database needs no extra step.
@@ -237,15 +256,21 @@ func (r *KeyRing) Sign(c Claims) (string, error) {
 // EdDSA), its issuer and its expiry on the clock now, and returns its
 // claims. Errors: ErrUnauthorized.
 func (r *KeyRing) Verify(token, issuer string, now func() time.Time) (Claims, error) {
-	var c Claims
+	if c, ok := r.verified.Get(token, now(), r.publicKey); ok && c.Issuer == issuer {
+		return c, nil
+	}
+	var (
+		c       Claims
+		usedKID string
+		usedKey crypto.PublicKey
+	)
 	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
-		r.mu.RLock()
-		key, ok := r.public[kid]
-		r.mu.RUnlock()
+		key, ok := r.publicKey(kid)
 		if !ok {
 			return nil, errors.New("unknown or withdrawn key")
 		}
+		usedKID, usedKey = kid, key
 		return key, nil
 	},
 		jwt.WithValidMethods([]string{AlgEdDSA}),
@@ -257,5 +282,6 @@ func (r *KeyRing) Verify(token, issuer string, now func() time.Time) (Claims, er
 	if err != nil || c.Subject == "" || c.SID == "" {
 		return Claims{}, ErrUnauthorized
 	}
+	r.verified.Put(token, c, usedKID, usedKey, c.ExpiresAt.Add(5*time.Second))
 	return c, nil
 }

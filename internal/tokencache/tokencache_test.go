@@ -1,0 +1,80 @@
+package tokencache
+
+import (
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+func newKey(t *testing.T) ed25519.PublicKey {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}
+
+func TestCache(t *testing.T) {
+	now := time.Now()
+	k1, k2 := newKey(t), newKey(t)
+	published := map[string]crypto.PublicKey{"k1": k1}
+	lookup := func(kid string) (crypto.PublicKey, bool) { k, ok := published[kid]; return k, ok }
+
+	c := New[string](10)
+	if _, ok := c.Get("tok", now, lookup); ok {
+		t.Fatal("hit on an empty cache")
+	}
+	c.Put("tok", "claims", "k1", k1, now.Add(time.Minute))
+	if got, ok := c.Get("tok", now, lookup); !ok || got != "claims" {
+		t.Errorf("Get = %q, %v; want claims, true", got, ok)
+	}
+	if _, ok := c.Get("tok2", now, lookup); ok {
+		t.Error("hit for another token")
+	}
+	if _, ok := c.Get("tok", now.Add(time.Minute), lookup); ok {
+		t.Error("hit for an expired token")
+	}
+	published["k1"] = k2 // the kid now names another key
+	if _, ok := c.Get("tok", now, lookup); ok {
+		t.Error("hit after the kid's key changed")
+	}
+	delete(published, "k1") // withdrawn
+	if _, ok := c.Get("tok", now, lookup); ok {
+		t.Error("hit after the key was withdrawn")
+	}
+}
+
+func TestCacheIsBounded(t *testing.T) {
+	k := newKey(t)
+	c := New[int](100)
+	for i := 0; i < 1000; i++ {
+		c.Put(fmt.Sprint("tok", i), i, "k", k, time.Now().Add(time.Hour))
+	}
+	if n := len(c.entries); n > 100 {
+		t.Errorf("cache holds %d entries, bound 100", n)
+	}
+}
+
+func TestCacheConcurrent(t *testing.T) {
+	k := newKey(t)
+	lookup := func(string) (crypto.PublicKey, bool) { return k, true }
+	c := New[int](64)
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				tok := fmt.Sprint("tok", i%80)
+				c.Put(tok, i, "k", k, time.Now().Add(time.Hour))
+				c.Get(tok, time.Now(), lookup)
+			}
+		}()
+	}
+	wg.Wait()
+}
