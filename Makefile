@@ -4,8 +4,9 @@
 GO        ?= go
 TESTFLAGS ?=
 BENCHTIME ?= 1s
+BENCHFLAGS ?=
 
-.PHONY: build test bench check vet fmt dev docs clean
+.PHONY: build test bench bench-go soak check vet fmt dev docs clean
 
 build:
 	$(GO) build -o bin/platform ./cmd/platform
@@ -13,8 +14,18 @@ build:
 test:
 	$(GO) test $(TESTFLAGS) ./...
 
+# bench is the load harness (bench/): every scenario against its baseline,
+# SQLite by default (BENCHFLAGS="--engine postgres" for PostgreSQL).
 bench:
+	$(GO) run ./bench $(BENCHFLAGS)
+
+# bench-go runs the go test micro-benchmarks.
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./...
+
+# soak is ten minutes of mixed load: errors and RSS growth after warm-up.
+soak:
+	$(GO) run ./bench --scenario soak --soak 10m $(BENCHFLAGS)
 
 check: vet
 	$(GO) run ./cmd/platform events check

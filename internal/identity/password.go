@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -37,7 +40,16 @@ type Hasher struct {
 	params HashParams
 	slots  chan struct{}
 	dummy  string
+
+	// Each hash allocates MemoryKiB that the runtime keeps after a burst
+	// of sign-ins; once hashing has been quiet for releaseAfter, it is
+	// handed back to the operating system.
+	mu   sync.Mutex
+	busy int
+	idle *time.Timer
 }
+
+const releaseAfter = time.Second
 
 // NewHasher returns a Hasher running at most concurrency hashes at once
 // (GOMAXPROCS when concurrency < 1).
@@ -88,13 +100,26 @@ func (h *Hasher) Verify(ctx context.Context, password, encoded string) (ok, need
 func (h *Hasher) acquire(ctx context.Context) error {
 	select {
 	case h.slots <- struct{}{}:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	h.mu.Lock()
+	h.busy++
+	if h.idle != nil {
+		h.idle.Stop()
+	}
+	h.mu.Unlock()
+	return nil
 }
 
-func (h *Hasher) release() { <-h.slots }
+func (h *Hasher) release() {
+	<-h.slots
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.busy--; h.busy == 0 {
+		h.idle = time.AfterFunc(releaseAfter, debug.FreeOSMemory)
+	}
+}
 
 func (h *Hasher) encode(salt []byte, password string) string {
 	p := h.params

@@ -274,6 +274,18 @@ func (p *Publisher) publishBatch(ctx context.Context) (batchResult, error) {
 
 // claim locks the next due rows in creation order.
 func (p *Publisher) claim(ctx context.Context, tx *sqldb.Tx) ([]*claimedRow, error) {
+	if tx.DB().Engine == sqldb.Postgres {
+		// Walk the partial index outbox_pending in seq order and stop at
+		// the batch. Without statistics (a fresh table, or a backlog that
+		// grew faster than autovacuum analyses) the planner otherwise
+		// sorts the whole backlog on every claim: 60–110 ms a batch.
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_sort = off`); err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_bitmapscan = off`); err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+	}
 	q, err := tx.Query(ctx, `SELECT seq, id, type, source, subject, time, data, attempts
 		FROM outbox
 		WHERE published_at IS NULL AND parked_at IS NULL AND next_attempt_at <= $1
