@@ -38,6 +38,14 @@ type DB struct {
 
 	// Now is the clock transactions read when they begin. Tests replace it.
 	Now func() time.Time
+
+	// writer queues this process's SQLite transactions (each takes the
+	// database's write lock when it begins). Waiting here is first come,
+	// first served and cancellable; SQLite's own busy handler polls with
+	// sleeps, so under a burst some writers would sleep past the busy
+	// timeout while others got in. The busy timeout still covers other
+	// processes (an operator command next to a running service).
+	writer chan struct{}
 }
 
 // ParseURL maps DATABASE_URL to an engine and a driver data source name.
@@ -101,6 +109,9 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		pool.SetMaxIdleConns(8)
 	}
 	db := &DB{DB: pool, Engine: engine, Now: time.Now}
+	if engine == SQLite {
+		db.writer = make(chan struct{}, 1)
+	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := pool.PingContext(pingCtx); err != nil {
@@ -178,6 +189,14 @@ type Tx struct {
 // InTx runs fn in a transaction, committing when fn returns nil and rolling
 // back otherwise (or when fn panics).
 func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	if db.writer != nil {
+		select {
+		case db.writer <- struct{}{}:
+			defer func() { <-db.writer }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	sqlTx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/logtest"
+	"github.com/platformco/platform/internal/openapi/openapitest"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
@@ -151,6 +152,15 @@ func newEnv(t testing.TB, engine sqldb.Engine, opts envOptions) *env {
 	e.handler = httpapi.New(svc, logger, func(context.Context) httpx.Readiness {
 		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok"}}
 	}, idempotency.New(e.db))
+	// Every request and response of the suite is checked against the
+	// OpenAPI document. Benchmarks measure the bare handler; the fuzz
+	// target wraps each input with its own *testing.T, because a
+	// *testing.F cannot report from inside the fuzz function.
+	switch t.(type) {
+	case *testing.B, *testing.F:
+	default:
+		e.handler = openapitest.Wrap(t, httpapi.OpenAPI(), e.handler)
+	}
 	return e
 }
 

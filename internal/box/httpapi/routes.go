@@ -13,6 +13,7 @@ import (
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
+	"github.com/platformco/platform/internal/openapi"
 )
 
 // New returns box's handler. With a nil svc (no DATABASE_URL) only the
@@ -22,6 +23,7 @@ func New(svc *box.Service, logger *slog.Logger, readiness func(context.Context) 
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpx.Healthz())
 	mux.Handle("GET /readyz", httpx.Readyz(readiness))
+	mux.Handle("GET /openapi.json", openapi.Handler(openapiDocument))
 	if svc != nil {
 		h := &handlers{svc: svc, logger: logger}
 		mux.HandleFunc("GET /v1/operator/entitlements", h.listEntitlements)
