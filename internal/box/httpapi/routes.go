@@ -17,8 +17,8 @@ import (
 )
 
 // New returns box's handler. With a nil svc (no DATABASE_URL) only the
-// probes exist and every /v1 call is 404. readiness answers /readyz. With
-// idem, the creating POSTs honour Idempotency-Key.
+// probes and /openapi.json exist and every /v1 call is 404. readiness
+// answers /readyz. With idem, the creating POSTs honour Idempotency-Key.
 func New(svc *box.Service, logger *slog.Logger, readiness func(context.Context) httpx.Readiness, idem *idempotency.Store) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpx.Healthz())
