@@ -27,7 +27,7 @@ func TestRunExitCodes(t *testing.T) {
 		{name: "BadSessionTTL", args: []string{"identity", "serve"}, env: map[string]string{"IDENTITY_SESSION_TTL": "forever"},
 			wantCode: 1, wantStderr: "IDENTITY_SESSION_TTL"},
 		{name: "BadDatabaseURL", args: []string{"identity", "serve"}, env: map[string]string{"DATABASE_URL": "mysql://x", "IDENTITY_MASTER_KEY": strings.Repeat("A", 43) + "="},
-			wantCode: 1, wantStderr: "DATABASE_URL: must start with"},
+			wantCode: 1, wantStderr: "DATABASE_URL: must be a postgres://"},
 		{name: "MasterKeyRequired", args: []string{"identity", "serve"}, env: map[string]string{"DATABASE_URL": "sqlite:x.db"},
 			wantCode: 1, wantStderr: "IDENTITY_MASTER_KEY: is required"},
 		{name: "MasterKeyWrongLength", args: []string{"identity", "serve"}, env: map[string]string{"DATABASE_URL": "sqlite:x.db", "IDENTITY_MASTER_KEY": "c2hvcnQ="},

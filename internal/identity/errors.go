@@ -27,6 +27,7 @@ const (
 	RuleTooLong   = "too_long"
 	RuleInvalid   = "invalid"
 	RuleLastOwner = "last_owner"
+	RuleTooLarge  = "too_large" // a number over its maximum
 )
 
 // The service's expected failures. The store returns the ones that only

@@ -2,9 +2,30 @@ package identity
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
+	"time"
 )
+
+// TestHasherBoundsConcurrency: with every slot taken, a hash waits for
+// one instead of running (and gives up with its context).
+func TestHasherBoundsConcurrency(t *testing.T) {
+	h := NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, 1)
+	h.slots <- struct{}{} // the one slot is busy
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := h.Hash(ctx, "password"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Hash with every slot busy = %v, want it to wait until its deadline", err)
+	}
+	if _, _, err := h.Verify(ctx, "password", ""); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Verify with every slot busy = %v, want it to wait until its deadline", err)
+	}
+	<-h.slots
+	if _, err := h.Hash(context.Background(), "password"); err != nil {
+		t.Fatalf("Hash with a free slot: %v", err)
+	}
+}
 
 // TestHasherReleasesMemoryWhenIdle: the last hash of a burst arms the
 // release of argon2's memory; a hash that starts meanwhile disarms it.

@@ -216,9 +216,6 @@ func (s *Service) SearchUsers(ctx context.Context, p Principal, query string, li
 	return s.store.SearchUsers(ctx, query, limit)
 }
 
-// RuleTooLarge is the rule broken by a number over its maximum.
-const RuleTooLarge = "too_large"
-
 // validUUID accepts only the canonical, lower-case form that identity
 // issues: PostgreSQL's uuid type would match an upper-case spelling while
 // SQLite's text column would not, and both engines must answer alike.

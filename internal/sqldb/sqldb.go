@@ -65,7 +65,7 @@ func ParseURL(raw string) (Engine, string, error) {
 		}
 		return SQLite, sqliteDSN(path), nil
 	default:
-		return "", "", fmt.Errorf("must start with postgres://, postgresql:// or sqlite:")
+		return "", "", fmt.Errorf("must be a postgres://…, postgresql://… or sqlite:PATH URL")
 	}
 }
 

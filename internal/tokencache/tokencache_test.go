@@ -77,4 +77,8 @@ func TestCacheConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	c.Put("last", 42, "k", k, time.Now().Add(time.Hour))
+	if got, ok := c.Get("last", time.Now(), lookup); !ok || got != 42 {
+		t.Errorf("after concurrent use: Get = %d, %v; want 42, true", got, ok)
+	}
 }

@@ -100,14 +100,3 @@ func (l *loadRun) stop() *loadResult {
 	<-l.done
 	return l.res
 }
-
-// ok2xx counts the 2xx answers.
-func (r *loadResult) ok2xx() int {
-	n := 0
-	for s, c := range r.statuses {
-		if s >= 200 && s < 300 {
-			n += c
-		}
-	}
-	return n
-}
