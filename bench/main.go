@@ -51,6 +51,7 @@ type config struct {
 	soakClients int
 	serviceEnv  map[string]string
 	failOnMiss  bool
+	pprofBase   int
 }
 
 func main() {
@@ -96,6 +97,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.soak, "soak", 10*time.Minute, "soak duration (--scenario soak)")
 	fs.Float64Var(&cfg.soakRate, "soak-rate", 200, "soak: operations per second, open loop")
 	fs.IntVar(&cfg.soakClients, "soak-clients", 16, "soak: client goroutines")
+	fs.IntVar(&cfg.pprofBase, "pprof", 0, "serve each service's profiling endpoints on loopback: identity on this port, box on the next, the gateway on the one after (0: off)")
 	fs.BoolVar(&cfg.failOnMiss, "fail-on-miss", false, "exit with status 3 when a target is missed")
 	var envs multiFlag
 	fs.Var(&envs, "service-env", "KEY=VALUE added to every service's environment (repeatable), e.g. LOG_LEVEL=debug")

@@ -140,6 +140,12 @@ func startPlatform(ctx context.Context, cfg config, bin, dir string) (*platform,
 	for k, v := range cfg.serviceEnv {
 		p.identityEnv[k], boxEnv[k], gatewayEnv[k] = v, v, v
 	}
+	if cfg.pprofBase > 0 {
+		for i, env := range []map[string]string{p.identityEnv, boxEnv, gatewayEnv} {
+			env["DEBUG_ADDR"] = "127.0.0.1:" + strconv.Itoa(cfg.pprofBase+i)
+		}
+		fmt.Fprintf(os.Stderr, "bench: profiling endpoints: identity 127.0.0.1:%d, box :%d, gateway :%d\n", cfg.pprofBase, cfg.pprofBase+1, cfg.pprofBase+2)
+	}
 	if err := runOnce(ctx, bin, p.identityEnv, "identity", "migrate"); err != nil {
 		p.stop()
 		return nil, err

@@ -6,6 +6,7 @@ package config
 import (
 	"encoding/base64"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -106,6 +107,24 @@ func (r *Reader) URL(name string) string {
 		return ""
 	}
 	return strings.TrimRight(v, "/")
+}
+
+// LoopbackAddr reads a host:port whose host is a loopback address
+// (127.0.0.0/8, ::1 or localhost), or "" when unset. It is for listeners
+// that must never face the network, such as the profiling endpoints.
+func (r *Reader) LoopbackAddr(name string) string {
+	v := r.String(name, "")
+	if v == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(v)
+	ip := net.ParseIP(host)
+	_, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+		r.fail(name, fmt.Sprintf("must be a loopback host:port such as 127.0.0.1:6060, got %q", v))
+		return ""
+	}
+	return v
 }
 
 // Key32 reads the base64 encoding of exactly 32 bytes (standard or URL

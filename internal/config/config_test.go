@@ -12,6 +12,7 @@ func TestReader(t *testing.T) {
 		"I_OK": "7", "I_BAD": "0", "N_OK": "0", "N_BAD": "-3",
 		"P_BAD": "70000", "U_OK": "http://id.example:8081/", "U_BAD": "ftp://x",
 		"K_OK": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "K_BAD": "c2hvcnQ=",
+		"A_OK": "127.0.0.1:6060", "A_V6": "[::1]:0", "A_PUBLIC": "0.0.0.0:6060", "A_NOPORT": "127.0.0.1", "A_HOST": "example.com:6060",
 	}
 	getenv := func(k string) string { return env[k] }
 	tests := []struct {
@@ -33,6 +34,12 @@ func TestReader(t *testing.T) {
 		{"URLBad", func(r *Reader) any { return r.URL("U_BAD") }, "", "U_BAD: must be an absolute http(s) URL"},
 		{"KeyOK", func(r *Reader) any { return len(r.Key32("K_OK")) }, 32, ""},
 		{"KeyBad", func(r *Reader) any { return len(r.Key32("K_BAD")) }, 0, "K_BAD: must be the base64 encoding of exactly 32 bytes"},
+		{"LoopbackOK", func(r *Reader) any { return r.LoopbackAddr("A_OK") }, "127.0.0.1:6060", ""},
+		{"LoopbackV6", func(r *Reader) any { return r.LoopbackAddr("A_V6") }, "[::1]:0", ""},
+		{"LoopbackUnset", func(r *Reader) any { return r.LoopbackAddr("A_UNSET") }, "", ""},
+		{"LoopbackPublic", func(r *Reader) any { return r.LoopbackAddr("A_PUBLIC") }, "", "A_PUBLIC: must be a loopback host:port"},
+		{"LoopbackNoPort", func(r *Reader) any { return r.LoopbackAddr("A_NOPORT") }, "", "A_NOPORT"},
+		{"LoopbackName", func(r *Reader) any { return r.LoopbackAddr("A_HOST") }, "", "A_HOST"},
 		{"Require", func(r *Reader) any { r.Require("MISSING", "always"); return nil }, nil, "MISSING: is required always"},
 	}
 	for _, tt := range tests {

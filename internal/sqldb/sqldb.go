@@ -46,6 +46,9 @@ type DB struct {
 	// timeout while others got in. The busy timeout still covers other
 	// processes (an operator command next to a running service).
 	writer chan struct{}
+
+	// stmts caches SQLite's prepared statements (see stmtCache).
+	stmts *stmtCache
 }
 
 // ParseURL maps DATABASE_URL to an engine and a driver data source name.
@@ -111,6 +114,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db := &DB{DB: pool, Engine: engine, Now: time.Now}
 	if engine == SQLite {
 		db.writer = make(chan struct{}, 1)
+		db.stmts = &stmtCache{stmts: map[string]*sql.Stmt{}}
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -163,17 +167,29 @@ func (db *DB) SkipLocked() string {
 
 // Exec runs a statement outside a transaction.
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return db.ExecContext(ctx, db.Rebind(query), args...)
+	q := db.Rebind(query)
+	if s := db.stmt(ctx, q); s != nil {
+		return s.ExecContext(ctx, args...)
+	}
+	return db.ExecContext(ctx, q, args...)
 }
 
 // Query runs a query outside a transaction.
 func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return db.QueryContext(ctx, db.Rebind(query), args...)
+	q := db.Rebind(query)
+	if s := db.stmt(ctx, q); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return db.QueryContext(ctx, q, args...)
 }
 
 // QueryRow runs a single-row query outside a transaction.
 func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return db.QueryRowContext(ctx, db.Rebind(query), args...)
+	q := db.Rebind(query)
+	if s := db.stmt(ctx, q); s != nil {
+		return s.QueryRowContext(ctx, args...)
+	}
+	return db.QueryRowContext(ctx, q, args...)
 }
 
 // Tx is a transaction that knows the time it began.
@@ -225,17 +241,29 @@ func (tx *Tx) DB() *DB { return tx.db }
 
 // Exec runs a statement in the transaction.
 func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return tx.tx.ExecContext(ctx, tx.db.Rebind(query), args...)
+	q := tx.db.Rebind(query)
+	if s := tx.db.stmt(ctx, q); s != nil {
+		return tx.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+	}
+	return tx.tx.ExecContext(ctx, q, args...)
 }
 
 // Query runs a query in the transaction.
 func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return tx.tx.QueryContext(ctx, tx.db.Rebind(query), args...)
+	q := tx.db.Rebind(query)
+	if s := tx.db.stmt(ctx, q); s != nil {
+		return tx.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
+	}
+	return tx.tx.QueryContext(ctx, q, args...)
 }
 
 // QueryRow runs a single-row query in the transaction.
 func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return tx.tx.QueryRowContext(ctx, tx.db.Rebind(query), args...)
+	q := tx.db.Rebind(query)
+	if s := tx.db.stmt(ctx, q); s != nil {
+		return tx.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
+	}
+	return tx.tx.QueryRowContext(ctx, q, args...)
 }
 
 // Timestamp normalises t to what both engines store: UTC, microseconds.

@@ -19,6 +19,7 @@ import (
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/debugsrv"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/sqldb"
@@ -101,6 +102,8 @@ type Config struct {
 	IdentityTimeout time.Duration
 	// CapabilityTTL is BOX_CAPABILITY_TTL (default 5m).
 	CapabilityTTL time.Duration
+	// DebugAddr (DEBUG_ADDR, loopback only) serves the profiling endpoints.
+	DebugAddr string
 }
 
 // LoadConfig reads and validates box's settings; an error names the
@@ -113,6 +116,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		IdentityURL:     r.URL("BOX_IDENTITY_URL"),
 		IdentityTimeout: r.Duration("BOX_IDENTITY_TIMEOUT", identityclient.DefaultTimeout),
 		CapabilityTTL:   r.Duration("BOX_CAPABILITY_TTL", box.DefaultCapabilityTTL),
+		DebugAddr:       r.LoopbackAddr("DEBUG_ADDR"),
 	}
 	if err := r.Err(); err != nil {
 		return Config{}, err
@@ -135,6 +139,14 @@ func validateDatabaseURL(u string) error {
 // Serve runs box on ln until ctx is done, then drains in-flight requests.
 // It does not migrate: readiness stays 503 while migrations are pending.
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
+	if cfg.DebugAddr != "" {
+		_, stopDebug, err := debugsrv.Start(ctx, cfg.DebugAddr, logger)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("DEBUG_ADDR: %w", err)
+		}
+		defer stopDebug()
+	}
 	readiness := func(context.Context) httpx.Readiness {
 		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
 	}

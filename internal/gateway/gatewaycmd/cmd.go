@@ -17,6 +17,7 @@ import (
 
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/debugsrv"
 	"github.com/platformco/platform/internal/gateway"
 	"github.com/platformco/platform/internal/gateway/jwks"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
@@ -56,6 +57,8 @@ type Config struct {
 	// RedisKeyPrefix starts every Redis key the gateway writes; "gateway:"
 	// unless set (tests use a unique one).
 	RedisKeyPrefix string
+	// DebugAddr (DEBUG_ADDR, loopback only) serves the profiling endpoints.
+	DebugAddr string
 }
 
 // LoadConfig reads and validates the gateway's configuration. The error
@@ -70,6 +73,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		TrustedProxies: r.NonNegativeInt("TRUSTED_PROXIES", 0),
 		RateLimit:      r.PositiveInt("GATEWAY_RATE_LIMIT", 600),
 		RedisKeyPrefix: "gateway:",
+		DebugAddr:      r.LoopbackAddr("DEBUG_ADDR"),
 	}
 	if err := r.Err(); err != nil {
 		return Config{}, err
@@ -115,6 +119,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 // Serve runs the gateway on ln until ctx is done, then drains in-flight
 // requests and returns.
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
+	if cfg.DebugAddr != "" {
+		_, stopDebug, err := debugsrv.Start(ctx, cfg.DebugAddr, logger)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("DEBUG_ADDR: %w", err)
+		}
+		defer stopDebug()
+	}
 	// The key cache outlives ctx while in-flight requests drain, and stops
 	// (and is waited for) when Serve returns.
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/debugsrv"
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
@@ -37,6 +38,8 @@ type Config struct {
 	// KeyRefresh is how often a running identity reloads its signing keys,
 	// so a rotation or withdrawal takes effect without a restart.
 	KeyRefresh time.Duration
+	// DebugAddr (DEBUG_ADDR, loopback only) serves the profiling endpoints.
+	DebugAddr string
 }
 
 // LoadConfig reads and validates the configuration; the error names the
@@ -52,6 +55,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		HashConcurrency:  r.NonNegativeInt("IDENTITY_HASH_CONCURRENCY", 0),
 		EventsURL:        r.String("EVENTS_URL", ""),
 		KeyRefresh:       500 * time.Millisecond,
+		DebugAddr:        r.LoopbackAddr("DEBUG_ADDR"),
 	}
 	c.Issuer = r.String("IDENTITY_ISSUER", "http://localhost:"+strconv.Itoa(c.Port))
 	if c.DatabaseURL != "" {
@@ -126,6 +130,14 @@ func Migrate(ctx context.Context, databaseURL string, env cli.Env) error {
 
 // Serve runs the identity service on ln until ctx is done.
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
+	if cfg.DebugAddr != "" {
+		_, stopDebug, err := debugsrv.Start(ctx, cfg.DebugAddr, logger)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("DEBUG_ADDR: %w", err)
+		}
+		defer stopDebug()
+	}
 	deps := httpapi.Deps{Logger: logger, Ready: func(context.Context) httpx.Readiness {
 		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
 	}}
