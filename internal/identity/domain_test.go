@@ -229,7 +229,8 @@ func TestHasher(t *testing.T) {
 // when its context ends.
 func TestHasherQueues(t *testing.T) {
 	h := NewHasher(cheap, 1)
-	if err := h.acquire(context.Background()); err != nil {
+	release, err := h.acquire(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -240,7 +241,7 @@ func TestHasherQueues(t *testing.T) {
 	if _, _, err := h.Verify(ctx, "x", ""); !errors.Is(err, context.Canceled) {
 		t.Errorf("Verify with no free slot and a cancelled context = %v", err)
 	}
-	h.release()
+	release()
 	if _, err := h.Hash(context.Background(), "correct horse"); err != nil {
 		t.Errorf("Hash after release: %v", err)
 	}

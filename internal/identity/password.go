@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/argon2"
@@ -34,11 +35,15 @@ const (
 
 // Hasher hashes and verifies passwords with argon2id. At most a fixed
 // number of hashes run at once: each takes MemoryKiB of memory and a core,
-// so a login flood queues instead of exhausting memory or starving every
-// other request.
+// so a login flood queues instead of exhausting memory. While requests that
+// do no hashing are in flight (see Serving), hashing keeps to half of those
+// slots, at least one, so a flood of sign-ins cannot take every core from
+// the reads already being served; alone, it uses them all.
 type Hasher struct {
 	params HashParams
 	slots  chan struct{}
+	shared chan struct{}
+	others atomic.Int64
 	dummy  string
 
 	// Each hash allocates MemoryKiB that the runtime keeps after a burst
@@ -57,7 +62,7 @@ func NewHasher(p HashParams, concurrency int) *Hasher {
 	if concurrency < 1 {
 		concurrency = runtime.GOMAXPROCS(0)
 	}
-	h := &Hasher{params: p, slots: make(chan struct{}, concurrency)}
+	h := &Hasher{params: p, slots: make(chan struct{}, concurrency), shared: make(chan struct{}, max(1, concurrency/2))}
 	h.dummy = h.encode(make([]byte, saltLen), "unknown-address-placeholder")
 	return h
 }
@@ -68,10 +73,11 @@ func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
 	if _, err := rand.Read(salt); err != nil {
 		return "", err
 	}
-	if err := h.acquire(ctx); err != nil {
+	release, err := h.acquire(ctx)
+	if err != nil {
 		return "", err
 	}
-	defer h.release()
+	defer release()
 	return h.encode(salt, password), nil
 }
 
@@ -88,20 +94,40 @@ func (h *Hasher) Verify(ctx context.Context, password, encoded string) (ok, need
 	if err != nil {
 		return false, false, err
 	}
-	if err := h.acquire(ctx); err != nil {
+	release, err := h.acquire(ctx)
+	if err != nil {
 		return false, false, err
 	}
 	got := argon2.IDKey([]byte(password), salt, p.Passes, p.MemoryKiB, p.Threads, uint32(len(want)))
-	h.release()
+	release()
 	match := subtle.ConstantTimeCompare(got, want) == 1
 	return known && match, known && match && p != h.params, nil
 }
 
-func (h *Hasher) acquire(ctx context.Context) error {
+// Serving marks a request that does no hashing as in flight until the
+// returned function is called; see Hasher.
+func (h *Hasher) Serving() (done func()) {
+	h.others.Add(1)
+	return func() { h.others.Add(-1) }
+}
+
+// acquire waits for a slot, and for one of the shared half too while other
+// requests are in flight, or until ctx ends.
+func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
 	select {
 	case h.slots <- struct{}{}:
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
+	}
+	shared := false
+	if h.others.Load() > 0 && cap(h.shared) < cap(h.slots) {
+		select {
+		case h.shared <- struct{}{}:
+			shared = true
+		case <-ctx.Done():
+			<-h.slots
+			return nil, ctx.Err()
+		}
 	}
 	h.mu.Lock()
 	h.busy++
@@ -109,16 +135,17 @@ func (h *Hasher) acquire(ctx context.Context) error {
 		h.idle.Stop()
 	}
 	h.mu.Unlock()
-	return nil
-}
-
-func (h *Hasher) release() {
-	<-h.slots
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.busy--; h.busy == 0 {
-		h.idle = time.AfterFunc(releaseAfter, debug.FreeOSMemory)
-	}
+	return func() {
+		if shared {
+			<-h.shared
+		}
+		<-h.slots
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.busy--; h.busy == 0 {
+			h.idle = time.AfterFunc(releaseAfter, debug.FreeOSMemory)
+		}
+	}, nil
 }
 
 func (h *Hasher) encode(salt []byte, password string) string {

@@ -27,6 +27,28 @@ func TestHasherBoundsConcurrency(t *testing.T) {
 	}
 }
 
+// TestHasherYieldsToOtherRequests: while a request that does no hashing
+// is in flight, hashing keeps to half the slots; once it ends, the others
+// are open again.
+func TestHasherYieldsToOtherRequests(t *testing.T) {
+	h := NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, 4)
+	h.shared <- struct{}{} // the shared half (two slots) is busy
+	h.shared <- struct{}{}
+	done := h.Serving()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := h.Hash(ctx, "password"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Hash while another request is served and the shared half is busy = %v, want a wait", err)
+	}
+	if n := len(h.slots); n != 0 {
+		t.Fatalf("a hash that gave up still holds %d slot(s)", n)
+	}
+	done()
+	if _, err := h.Hash(context.Background(), "password"); err != nil {
+		t.Fatalf("Hash with no other request in flight: %v", err)
+	}
+}
+
 // TestHasherReleasesMemoryWhenIdle: the last hash of a burst arms the
 // release of argon2's memory; a hash that starts meanwhile disarms it.
 func TestHasherReleasesMemoryWhenIdle(t *testing.T) {

@@ -148,6 +148,10 @@ func (s *Service) Login(ctx context.Context, email, password string) (token stri
 	return token, sess, err
 }
 
+// Serving marks a request that does no password hashing as in flight until
+// done is called, so sign-ins leave it a share of the cores (see Hasher).
+func (s *Service) Serving() (done func()) { return s.hasher.Serving() }
+
 // Authenticate resolves a bearer token to its principal: signature,
 // issuer and expiry first, then the live session in the store. With
 // accountID it also loads the caller's membership of that account.

@@ -58,12 +58,52 @@ func shareLock(tx *sqldb.Tx) string {
 
 // Grant implements box.Store.
 func (s *Store) Grant(ctx context.Context, ne box.NewEntitlement) (ent box.Entitlement, created bool, err error) {
+	if s.db.Engine == sqldb.Postgres {
+		ent, err = scanEntitlement(s.db.QueryRow(ctx, grantStatement,
+			ne.AccountID, ne.Product, ne.VersionRange, ne.Source, ne.Reference, ne.GrantedBy, sqldb.Timestamp(s.db.Now())))
+		if !errors.Is(err, sql.ErrNoRows) {
+			return ent, err == nil, err
+		}
+		// The account already holds the product: the transaction below
+		// finds and returns that row.
+	}
 	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		ent, created, err = grant(ctx, tx, ne)
 		return err
 	})
 	return ent, created, err
 }
+
+// grantStatement is a grant on PostgreSQL in one statement, so one round
+// trip and one commit: the entitlement and its grant event are written
+// together or not at all, and when the partial unique index already holds
+// an active row the insert does nothing and no row comes back. (SQLite has
+// no data-modifying WITH; it runs grant in a transaction.)
+const grantStatement = `
+	WITH granted AS (
+		INSERT INTO entitlements (account_id, product, status, version_range, source, reference, granted_by, granted_at)
+		VALUES ($1, $2, 'active', $3, $4, $5, $6, $7)
+		ON CONFLICT (account_id, product) WHERE status = 'active' DO NOTHING
+		RETURNING ` + entitlementCols + `
+	), event AS (
+		INSERT INTO entitlement_events (entitlement_id, action, actor_user_id, created_at, updated_at)
+		SELECT id, 'grant', $6, $7, $7 FROM granted
+	)
+	SELECT ` + entitlementCols + ` FROM granted`
+
+// revokeStatement is a revoke on PostgreSQL in one statement: the row
+// turns revoked and its revoke event is written together, only while the
+// row is active; otherwise no row comes back.
+const revokeStatement = `
+	WITH revoked AS (
+		UPDATE entitlements SET status = 'revoked', revoked_by = $2, revoked_at = $3
+		WHERE id = $1 AND status = 'active'
+		RETURNING ` + entitlementCols + `
+	), event AS (
+		INSERT INTO entitlement_events (entitlement_id, action, actor_user_id, created_at, updated_at)
+		SELECT id, 'revoke', $2, $3, $3 FROM revoked
+	)
+	SELECT ` + entitlementCols + ` FROM revoked`
 
 // grantAttempts bounds the retries of a grant that finds an active row gone
 // (revoked) between its insert and its read: each retry means another
@@ -127,6 +167,13 @@ func activeEntitlement(ctx context.Context, tx *sqldb.Tx, accountID, product, lo
 
 // Revoke implements box.Store.
 func (s *Store) Revoke(ctx context.Context, id int64, actor string) (ent box.Entitlement, err error) {
+	if s.db.Engine == sqldb.Postgres {
+		ent, err = scanEntitlement(s.db.QueryRow(ctx, revokeStatement, id, actor, sqldb.Timestamp(s.db.Now())))
+		if !errors.Is(err, sql.ErrNoRows) {
+			return ent, err
+		}
+		// Unknown, or already revoked: the transaction below tells which.
+	}
 	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		ent, err = scanEntitlement(tx.QueryRow(ctx, `
 			UPDATE entitlements SET status = 'revoked', revoked_by = $2, revoked_at = $3
