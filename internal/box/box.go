@@ -225,7 +225,8 @@ type Store interface {
 	ActiveEntitlements(ctx context.Context, accountID string) ([]Entitlement, error)
 	// IssueCapability reads the account's active entitlement for the
 	// artifact (nil when none), asks authorize whether it covers the
-	// request, and stores the capability in the same transaction.
+	// request, and stores the capability only while that entitlement is
+	// still active (reading again when it was revoked meanwhile).
 	// Errors: whatever authorize returns.
 	IssueCapability(ctx context.Context, c NewCapability, authorize func(*Entitlement) error) (expiresAt time.Time, err error)
 	// RedeemCapability consumes a capability in one conditional statement.

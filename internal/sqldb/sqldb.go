@@ -174,6 +174,22 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 	return db.ExecContext(ctx, q, args...)
 }
 
+// Write runs one writing statement as its own transaction: on PostgreSQL
+// plain Exec, on SQLite queued with this process's other writers (see
+// writer) and committed by SQLite itself, which spares a transaction's
+// BEGIN and COMMIT round through the driver.
+func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if db.writer != nil {
+		select {
+		case db.writer <- struct{}{}:
+			defer func() { <-db.writer }()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return db.Exec(ctx, query, args...)
+}
+
 // Query runs a query outside a transaction.
 func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	q := db.Rebind(query)

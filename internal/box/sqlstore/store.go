@@ -30,6 +30,11 @@ var _ box.Store = (*Store)(nil)
 // New returns a store over db, whose schema Migrations must have created.
 func New(db *sqldb.DB) *Store { return &Store{db: db} }
 
+// rowQuerier is a *sqldb.DB or a *sqldb.Tx.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
 
@@ -45,10 +50,9 @@ func scanEntitlement(s scanner) (box.Entitlement, error) {
 	return e, err
 }
 
-// shareLock locks the entitlement a capability or approval is being issued
-// under until the transaction ends, so a concurrent revoke waits for it and
-// then what it issued can no longer be redeemed. SQLite's transactions already hold the write
-// lock.
+// shareLock locks the entitlement an approval is being recorded under
+// until the transaction ends, so a concurrent revoke waits for it. SQLite's
+// transactions already hold the write lock.
 func shareLock(tx *sqldb.Tx) string {
 	if tx.DB().Engine == sqldb.Postgres {
 		return " FOR SHARE"
@@ -153,8 +157,8 @@ func appendEvent(ctx context.Context, tx *sqldb.Tx, entitlementID int64, action,
 }
 
 // activeEntitlement returns the account's active row for product, or nil.
-func activeEntitlement(ctx context.Context, tx *sqldb.Tx, accountID, product, lock string) (*box.Entitlement, error) {
-	e, err := scanEntitlement(tx.QueryRow(ctx, `SELECT `+entitlementCols+` FROM entitlements
+func activeEntitlement(ctx context.Context, q rowQuerier, accountID, product, lock string) (*box.Entitlement, error) {
+	e, err := scanEntitlement(q.QueryRow(ctx, `SELECT `+entitlementCols+` FROM entitlements
 		WHERE account_id = $1 AND product = $2 AND status = 'active'`+lock, accountID, product))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -260,27 +264,37 @@ func (s *Store) queryEntitlements(ctx context.Context, q string, args ...any) ([
 	return out, rows.Err()
 }
 
-// IssueCapability implements box.Store.
+// IssueCapability implements box.Store. The entitlement is read and
+// authorized outside any transaction; the insert then takes it only while
+// that very row is still active (everything else about a row is fixed once
+// granted), so a capability is never stored against an entitlement revoked
+// in between: the read is repeated and now finds the account's current
+// row, or none. One short write, no lock held across the authorization.
 func (s *Store) IssueCapability(ctx context.Context, c box.NewCapability, authorize func(*box.Entitlement) error) (expires time.Time, err error) {
-	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		ent, err := activeEntitlement(ctx, tx, c.AccountID, c.Artifact, shareLock(tx))
+	for range grantAttempts {
+		ent, err := activeEntitlement(ctx, s.db, c.AccountID, c.Artifact, "")
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
 		if err := authorize(ent); err != nil {
-			return err
+			return time.Time{}, err
 		}
-		expires = sqldb.Timestamp(tx.Now.Add(c.TTL))
-		_, err = tx.Exec(ctx, `
+		now := sqldb.Timestamp(s.db.Now())
+		expires = sqldb.Timestamp(now.Add(c.TTL))
+		res, err := s.db.Write(ctx, `
 			INSERT INTO capabilities (token_digest, entitlement_id, account_id, artifact, version_range, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			c.Digest, ent.ID, c.AccountID, c.Artifact, c.VersionRange, tx.Now, expires)
+			SELECT $1, id, $3, $4, $5, $6, $7 FROM entitlements WHERE id = $2 AND status = 'active'`,
+			c.Digest, ent.ID, c.AccountID, c.Artifact, c.VersionRange, now, expires)
 		if err != nil {
-			return fmt.Errorf("insert capability: %w", err)
+			return time.Time{}, fmt.Errorf("insert capability: %w", err)
 		}
-		return nil
-	})
-	return expires, err
+		if n, err := res.RowsAffected(); err != nil {
+			return time.Time{}, fmt.Errorf("insert capability: %w", err)
+		} else if n == 1 {
+			return expires, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("issue capability %s/%s: the active row changed on every attempt", c.AccountID, c.Artifact)
 }
 
 // RedeemCapability implements box.Store. The one UPDATE is the whole

@@ -308,6 +308,60 @@ func TestRedeemRechecksEntitlement(t *testing.T) {
 	})
 }
 
+// TestIssueRacesRevoke issues capabilities from many goroutines while the
+// entitlement is revoked and re-granted: every issue either fails for want
+// of an entitlement or stores its capability against a row that was active
+// when it wrote, and only the ones stored against the new grant redeem.
+func TestIssueRacesRevoke(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		db, s := open(t, engine)
+		first := grant(t, s, box.ProductKit, nil)
+		const n = 100
+		var wg sync.WaitGroup
+		issued := make(chan string, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				digest := fmt.Sprintf("race-%d", i)
+				switch err := issue(t, s, digest, box.ProductKit, time.Minute); errs.Code(err) {
+				case "":
+					if err != nil {
+						t.Errorf("issue: %v", err)
+						return
+					}
+					issued <- digest
+				case box.CodeEntitlementRequired:
+				default:
+					t.Errorf("issue: %v", err)
+				}
+			}()
+			if i == n/2 {
+				if _, err := s.Revoke(ctx, first.ID, staffID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		wg.Wait()
+		second := grant(t, s, box.ProductKit, nil)
+		close(issued)
+		for digest := range issued {
+			var entID int64
+			if err := db.QueryRow(ctx, `SELECT entitlement_id FROM capabilities WHERE token_digest = $1`, digest).Scan(&entID); err != nil {
+				t.Fatalf("%s: %v", digest, err)
+			}
+			_, err := s.RedeemCapability(ctx, digest)
+			switch {
+			case entID == first.ID && errs.Code(err) != box.CodeCapabilityExpired:
+				t.Errorf("%s under the revoked grant redeemed: %v", digest, err)
+			case entID != first.ID && entID != second.ID:
+				t.Errorf("%s stored against entitlement %d", digest, entID)
+			}
+		}
+	})
+}
+
 func TestConcurrentRedemptions(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		_, s := open(t, engine)
