@@ -24,6 +24,8 @@ func TestRunExitCodes(t *testing.T) {
 		{name: "KeysWithdrawNoKID", args: []string{"identity", "keys", "withdraw"}, wantCode: 2, wantStderr: "withdraw KID"},
 		{name: "BadLockoutThreshold", args: []string{"identity", "serve"}, env: map[string]string{"IDENTITY_LOCKOUT_THRESHOLD": "zero"},
 			wantCode: 1, wantStderr: "IDENTITY_LOCKOUT_THRESHOLD: must be a positive integer"},
+		{name: "PublicDebugAddr", args: []string{"identity", "serve"}, env: map[string]string{"DEBUG_ADDR": "0.0.0.0:6060"},
+			wantCode: 1, wantStderr: "DEBUG_ADDR: must be a loopback host:port"},
 		{name: "BadSessionTTL", args: []string{"identity", "serve"}, env: map[string]string{"IDENTITY_SESSION_TTL": "forever"},
 			wantCode: 1, wantStderr: "IDENTITY_SESSION_TTL"},
 		{name: "BadDatabaseURL", args: []string{"identity", "serve"}, env: map[string]string{"DATABASE_URL": "mysql://x", "IDENTITY_MASTER_KEY": strings.Repeat("A", 43) + "="},

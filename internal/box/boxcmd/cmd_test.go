@@ -45,6 +45,7 @@ func TestLoadConfig(t *testing.T) {
 		{"BOX_IDENTITY_TIMEOUT", "2"},
 		{"BOX_IDENTITY_TIMEOUT", "-1s"},
 		{"BOX_CAPABILITY_TTL", "forever"},
+		{"DEBUG_ADDR", ":6060"},
 	}
 	for _, b := range bad {
 		_, err := boxcmd.LoadConfig(getenv(map[string]string{b.name: b.value}))

@@ -49,6 +49,7 @@ func TestLoadConfig(t *testing.T) {
 		{"ErrTrustedProxiesNegative", with("TRUSTED_PROXIES", "-1"), "TRUSTED_PROXIES"},
 		{"ErrRateLimitZero", with("GATEWAY_RATE_LIMIT", "0"), "GATEWAY_RATE_LIMIT"},
 		{"ErrPort", with("PORT", "99999"), "PORT"},
+		{"ErrDebugAddrPublic", with("DEBUG_ADDR", "192.0.2.1:6060"), "DEBUG_ADDR"},
 		{"ErrIdentityURL", with("IDENTITY_URL", "identity:8081"), "IDENTITY_URL"},
 		{"ErrIssuer", with("IDENTITY_ISSUER", "not a url"), "IDENTITY_ISSUER"},
 		{"ErrNoIssuer", map[string]string{"BOX_URL": "http://box"}, "IDENTITY_ISSUER"},
