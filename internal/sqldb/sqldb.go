@@ -49,6 +49,8 @@ type DB struct {
 
 	// stmts caches SQLite's prepared statements (see stmtCache).
 	stmts *stmtCache
+	// group queues SQLite's single-statement writes (see Write).
+	group *writeGroup
 }
 
 // ParseURL maps DATABASE_URL to an engine and a driver data source name.
@@ -115,6 +117,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	if engine == SQLite {
 		db.writer = make(chan struct{}, 1)
 		db.stmts = &stmtCache{stmts: map[string]*sql.Stmt{}}
+		db.group = &writeGroup{}
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -172,22 +175,6 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 		return s.ExecContext(ctx, args...)
 	}
 	return db.ExecContext(ctx, q, args...)
-}
-
-// Write runs one writing statement as its own transaction: on PostgreSQL
-// plain Exec, on SQLite queued with this process's other writers (see
-// writer) and committed by SQLite itself, which spares a transaction's
-// BEGIN and COMMIT round through the driver.
-func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if db.writer != nil {
-		select {
-		case db.writer <- struct{}{}:
-			defer func() { <-db.writer }()
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return db.Exec(ctx, query, args...)
 }
 
 // Query runs a query outside a transaction.
