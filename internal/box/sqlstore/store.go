@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/platformco/platform/internal/box"
@@ -22,13 +23,50 @@ import (
 
 // Store implements box.Store over a sqldb.DB.
 type Store struct {
-	db *sqldb.DB
+	db     *sqldb.DB
+	active activeHints
 }
 
 var _ box.Store = (*Store)(nil)
 
 // New returns a store over db, whose schema Migrations must have created.
-func New(db *sqldb.DB) *Store { return &Store{db: db} }
+func New(db *sqldb.DB) *Store { return &Store{db: db, active: activeHints{m: map[string]box.Entitlement{}}} }
+
+// maxActiveHints bounds activeHints; past it the map starts over.
+const maxActiveHints = 8192
+
+// activeHints remembers, per (account, product), the active entitlement
+// IssueCapability last authorized against, so a repeat skips the read. It
+// is only ever a hint: the insert takes the row only while that row is
+// still active (and nothing else about a row changes once granted), and a
+// miss reads the database again. "None" is never remembered, so a new
+// grant is seen at once.
+type activeHints struct {
+	mu sync.Mutex
+	m  map[string]box.Entitlement
+}
+
+func (h *activeHints) get(accountID, product string) (box.Entitlement, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e, ok := h.m[accountID+"/"+product]
+	return e, ok
+}
+
+func (h *activeHints) put(e box.Entitlement) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.m) >= maxActiveHints {
+		clear(h.m)
+	}
+	h.m[e.AccountID+"/"+e.Product] = e
+}
+
+func (h *activeHints) drop(accountID, product string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, accountID+"/"+product)
+}
 
 // rowQuerier is a *sqldb.DB or a *sqldb.Tx.
 type rowQuerier interface {
@@ -264,20 +302,30 @@ func (s *Store) queryEntitlements(ctx context.Context, q string, args ...any) ([
 	return out, rows.Err()
 }
 
-// IssueCapability implements box.Store. The entitlement is read and
-// authorized outside any transaction; the insert then takes it only while
-// that very row is still active (everything else about a row is fixed once
-// granted), so a capability is never stored against an entitlement revoked
-// in between: the read is repeated and now finds the account's current
-// row, or none. One short write, no lock held across the authorization.
+// IssueCapability implements box.Store. The entitlement is read (or taken
+// from the hints) and authorized outside any transaction; the insert then
+// takes it only while that very row is still active (everything else about
+// a row is fixed once granted), so a capability is never stored against an
+// entitlement revoked in between: the read is repeated and now finds the
+// account's current row, or none. One short write, no lock held across the
+// authorization.
 func (s *Store) IssueCapability(ctx context.Context, c box.NewCapability, authorize func(*box.Entitlement) error) (expires time.Time, err error) {
 	for range grantAttempts {
-		ent, err := activeEntitlement(ctx, s.db, c.AccountID, c.Artifact, "")
-		if err != nil {
-			return time.Time{}, err
-		}
-		if err := authorize(ent); err != nil {
-			return time.Time{}, err
+		ent, hinted := s.active.get(c.AccountID, c.Artifact)
+		if !hinted {
+			found, err := activeEntitlement(ctx, s.db, c.AccountID, c.Artifact, "")
+			if err != nil {
+				return time.Time{}, err
+			}
+			if err := authorize(found); err != nil {
+				return time.Time{}, err
+			}
+			ent = *found
+		} else if err := authorize(&ent); err != nil {
+			// The remembered row does not cover the request; the current
+			// one decides.
+			s.active.drop(c.AccountID, c.Artifact)
+			continue
 		}
 		now := sqldb.Timestamp(s.db.Now())
 		expires = sqldb.Timestamp(now.Add(c.TTL))
@@ -291,8 +339,10 @@ func (s *Store) IssueCapability(ctx context.Context, c box.NewCapability, author
 		if n, err := res.RowsAffected(); err != nil {
 			return time.Time{}, fmt.Errorf("insert capability: %w", err)
 		} else if n == 1 {
+			s.active.put(ent)
 			return expires, nil
 		}
+		s.active.drop(c.AccountID, c.Artifact)
 	}
 	return time.Time{}, fmt.Errorf("issue capability %s/%s: the active row changed on every attempt", c.AccountID, c.Artifact)
 }

@@ -308,6 +308,44 @@ func TestRedeemRechecksEntitlement(t *testing.T) {
 	})
 }
 
+// TestIssueAfterRegrantUsesTheCurrentRow: the store remembers the row it
+// last issued under, but a revoke and a new grant are never hidden by it:
+// the next issue is authorized against, and stored under, the new row.
+func TestIssueAfterRegrantUsesTheCurrentRow(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		db, s := open(t, engine)
+		first := grant(t, s, box.ProductKit, nil)
+		if err := issue(t, s, "before", box.ProductKit, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Revoke(ctx, first.ID, staffID); err != nil {
+			t.Fatal(err)
+		}
+		if err := issue(t, s, "between", box.ProductKit, time.Minute); errs.Code(err) != box.CodeEntitlementRequired {
+			t.Fatalf("issue after revoke: %v, want entitlement_required", err)
+		}
+		second := grant(t, s, box.ProductKit, nil)
+		var seen []int64
+		_, err := s.IssueCapability(ctx, box.NewCapability{Digest: "after", AccountID: account, Artifact: box.ProductKit, TTL: time.Minute},
+			func(e *box.Entitlement) error {
+				if e != nil {
+					seen = append(seen, e.ID)
+				}
+				return box.Authorize(box.ProductKit, semver.Any(), e)
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) == 0 || seen[len(seen)-1] != second.ID {
+			t.Errorf("authorized against %v, want the new grant %d last", seen, second.ID)
+		}
+		if got := count(t, db, `SELECT count(*) FROM capabilities WHERE token_digest = 'after' AND entitlement_id = `+fmt.Sprint(second.ID)); got != 1 {
+			t.Errorf("capability stored under the new grant: %d, want 1", got)
+		}
+	})
+}
+
 // TestIssueRacesRevoke issues capabilities from many goroutines while the
 // entitlement is revoked and re-granted: every issue either fails for want
 // of an entitlement or stores its capability against a row that was active
