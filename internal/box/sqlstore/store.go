@@ -30,7 +30,9 @@ type Store struct {
 var _ box.Store = (*Store)(nil)
 
 // New returns a store over db, whose schema Migrations must have created.
-func New(db *sqldb.DB) *Store { return &Store{db: db, active: activeHints{m: map[string]box.Entitlement{}}} }
+func New(db *sqldb.DB) *Store {
+	return &Store{db: db, active: activeHints{m: map[string]box.Entitlement{}}}
+}
 
 // maxActiveHints bounds activeHints; past it the map starts over.
 const maxActiveHints = 8192
