@@ -36,15 +36,18 @@ const (
 // Hasher hashes and verifies passwords with argon2id. At most a fixed
 // number of hashes run at once: each takes MemoryKiB of memory and a core,
 // so a login flood queues instead of exhausting memory. While requests that
-// do no hashing are in flight (see Serving), hashing keeps to half of those
-// slots, at least one, so a flood of sign-ins cannot take every core from
+// do no hashing are in flight or were a moment ago (see Serving), hashing
+// keeps to half of those slots, at least one, so a flood of sign-ins cannot take every core from
 // the reads already being served; alone, it uses them all.
 type Hasher struct {
 	params HashParams
 	slots  chan struct{}
 	shared chan struct{}
 	others atomic.Int64
-	dummy  string
+	// lastServed is when a request that does no hashing last started or
+	// ended (Unix nanoseconds).
+	lastServed atomic.Int64
+	dummy      string
 
 	// Each hash allocates MemoryKiB that the runtime keeps after a burst
 	// of sign-ins; once hashing has been quiet for releaseAfter, it is
@@ -104,11 +107,26 @@ func (h *Hasher) Verify(ctx context.Context, password, encoded string) (ok, need
 	return known && match, known && match && p != h.params, nil
 }
 
+// servedRecently is how long after the last request that does no hashing
+// hashing still keeps to the shared half: under a flood, requests wait for
+// a core before they are even read, so "none in flight" alone would say
+// the cores are free exactly when they are not.
+const servedRecently = 250 * time.Millisecond
+
 // Serving marks a request that does no hashing as in flight until the
 // returned function is called; see Hasher.
 func (h *Hasher) Serving() (done func()) {
 	h.others.Add(1)
-	return func() { h.others.Add(-1) }
+	h.lastServed.Store(time.Now().UnixNano())
+	return func() {
+		h.lastServed.Store(time.Now().UnixNano())
+		h.others.Add(-1)
+	}
+}
+
+// contended reports whether hashing must leave cores to other requests.
+func (h *Hasher) contended() bool {
+	return h.others.Load() > 0 || time.Now().UnixNano()-h.lastServed.Load() < int64(servedRecently)
 }
 
 // acquire waits for a slot, and for one of the shared half too while other
@@ -120,7 +138,7 @@ func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
 		return nil, ctx.Err()
 	}
 	shared := false
-	if h.others.Load() > 0 && cap(h.shared) < cap(h.slots) {
+	if cap(h.shared) < cap(h.slots) && h.contended() {
 		select {
 		case h.shared <- struct{}{}:
 			shared = true

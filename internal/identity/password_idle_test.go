@@ -28,8 +28,8 @@ func TestHasherBoundsConcurrency(t *testing.T) {
 }
 
 // TestHasherYieldsToOtherRequests: while a request that does no hashing
-// is in flight, hashing keeps to half the slots; once it ends, the others
-// are open again.
+// is in flight, and for a moment after, hashing keeps to half the slots;
+// then the others are open again.
 func TestHasherYieldsToOtherRequests(t *testing.T) {
 	h := NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, 4)
 	h.shared <- struct{}{} // the shared half (two slots) is busy
@@ -44,8 +44,14 @@ func TestHasherYieldsToOtherRequests(t *testing.T) {
 		t.Fatalf("a hash that gave up still holds %d slot(s)", n)
 	}
 	done()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	if _, err := h.Hash(ctx2, "password"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Hash just after another request ended = %v, want a wait", err)
+	}
+	h.lastServed.Store(time.Now().Add(-servedRecently).UnixNano())
 	if _, err := h.Hash(context.Background(), "password"); err != nil {
-		t.Fatalf("Hash with no other request in flight: %v", err)
+		t.Fatalf("Hash with no other request in flight or recent: %v", err)
 	}
 }
 
