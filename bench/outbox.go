@@ -330,7 +330,7 @@ func streamMessages(ctx context.Context, url string, stream events.Stream) (uint
 
 func batchName(n int) string {
 	if n <= 0 {
-		return "100, the default"
+		return "250, the default"
 	}
 	return fmt.Sprint(n)
 }

@@ -8,15 +8,17 @@ import (
 
 	"github.com/platformco/platform/internal/events/eventstest"
 	"github.com/platformco/platform/internal/identity/sqlstore"
+	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
 
 // BenchmarkPublish measures events per second from outbox rows to
 // acknowledged stream messages, with one and with two publishers sharing
-// the database, on each engine, against an embedded NATS server. Each
-// iteration publishes a backlog of 2,000 rows (inserted untimed).
+// the database (default options), on each engine, against an embedded NATS
+// server. Each iteration publishes a backlog of 10,000 rows (inserted
+// untimed); the clock stops when no row is pending.
 func BenchmarkPublish(b *testing.B) {
-	const backlog = 2000
+	const backlog = 10000
 	for _, engine := range sqltest.Engines() {
 		for _, publishers := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/publishers=%d", engine, publishers), func(b *testing.B) {
@@ -44,7 +46,7 @@ func BenchmarkPublish(b *testing.B) {
 							done <- struct{}{}
 						}()
 					}
-					for countUnpublished(b, db) > 0 {
+					for pending(b, db) {
 						time.Sleep(2 * time.Millisecond)
 					}
 					elapsed += time.Since(start)
@@ -57,4 +59,15 @@ func BenchmarkPublish(b *testing.B) {
 			})
 		}
 	}
+}
+
+// pending matches the partial index's predicate, so polling it costs an
+// index probe, not a count competing with the publishers for the database.
+func pending(b *testing.B, db *sqldb.DB) bool {
+	var p bool
+	err := db.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM outbox WHERE published_at IS NULL AND parked_at IS NULL)`).Scan(&p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
 }

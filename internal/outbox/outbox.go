@@ -3,35 +3,58 @@
 //
 // A service writes its domain rows and an outbox row in one transaction; the
 // row's id is the envelope id, fixed then and reused on every attempt. The
-// publisher then, in one transaction per batch:
+// publisher then moves rows in batches, and no transaction stays open while
+// it talks to the broker:
 //
-//  1. claims the due rows (published_at and parked_at null, next_attempt_at
-//     passed) in creation order, FOR UPDATE SKIP LOCKED on PostgreSQL, so
-//     replicas take disjoint batches; SQLite's transactions all hold the
-//     write lock, so replicas there take turns;
-//  2. publishes each to the stream on events.<type> with Nats-Msg-Id set to
-//     the envelope id, asynchronously;
-//  3. waits for every acknowledgement under its own deadline;
-//  4. sets published_at on the acknowledged rows (an ack flagged duplicate
-//     counts: the broker has the message), and on the others adds one to
-//     attempts, records the error and sets an exponential next_attempt_at,
-//     parking the row after MaxAttempts;
-//  5. commits.
+//  1. claim: one short transaction takes the next due rows (published_at
+//     and parked_at null, next_attempt_at passed) in creation order, FOR
+//     UPDATE SKIP LOCKED on PostgreSQL, and in the same statement leases
+//     them by moving next_attempt_at to the end of the lease, so every
+//     publisher passes them by until then (on SQLite the transaction holds
+//     the database's write lock for that one statement);
+//  2. publish each row to the stream on events.<type> with Nats-Msg-Id set
+//     to the envelope id, asynchronously, in claim order;
+//  3. wait for every acknowledgement until the batch's deadline;
+//  4. mark: one short transaction sets published_at on the acknowledged rows
+//     (an ack flagged duplicate counts: the broker has the message) and, on
+//     the others, adds one to attempts, records the error and sets an
+//     exponential next_attempt_at, parking the row after MaxAttempts or an
+//     error no retry can mend.
 //
-// The locks are held across the publish, so the rows of a publisher that
-// dies between publishing and committing are simply claimed again, and the
-// stream's deduplication window on Nats-Msg-Id absorbs the repeat. Nothing
-// here deletes a row (the table's trigger refuses to delete an unpublished
-// one anyway).
+// Run pipelines the batches: one goroutine claims, one publishes, one
+// awaits and marks, each in claim order, with at most InFlight batches
+// between claim and mark. The database's work on one batch so overlaps the
+// broker's on the others, and replicas, on either engine, overlap too. Its
+// claims continue after the previous batch rather than walk again past the
+// rows in flight, and go back to the oldest due row at least every
+// PollInterval.
+//
+// The lease is what recovers the rows of a publisher that dies between
+// publishing and marking: they become due again when it ends, and the next
+// claim publishes them again. The lease stays well inside the stream's
+// duplicate window, so the broker recognises the repeated Nats-Msg-Id,
+// keeps one copy and answers with a duplicate acknowledgement, which marks
+// the row published. A mark that comes after its batch's lease ended sets
+// published_at only on rows still unpublished, and records a failure only
+// on a row still holding that very lease (next_attempt_at is the claim's
+// token). Leases are read against the publishers' clocks (the database
+// handle's Now), so replicas' clocks must agree to well within a lease.
+// On PostgreSQL claims and marks commit without waiting for the WAL flush:
+// a database crash can undo the last of them, and that too only means rows
+// published again. Nothing here deletes a row (the table's trigger refuses
+// to delete an unpublished one anyway).
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
-	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -50,13 +73,25 @@ type Options struct {
 	// Stream is where events go (default: PLATFORM_EVENTS on events.<type>,
 	// duplicate window 2 minutes).
 	Stream events.Stream
-	// BatchSize is how many rows one transaction claims (default 100).
+	// BatchSize is how many rows one claim takes (default 250).
 	BatchSize int
-	// AckTimeout bounds the wait for a batch's acknowledgements (default 5s).
-	// On SQLite the database's write lock is held that long at worst.
+	// InFlight is how many batches Run keeps between claim and mark
+	// (default 3): while the broker acknowledges one, the database claims
+	// or marks another.
+	InFlight int
+	// AckTimeout bounds the wait for a batch's acknowledgements, counted
+	// from the end of its publishing (default 5s).
 	AckTimeout time.Duration
+	// Lease is how long claimed rows stay this publisher's before any
+	// publisher may claim them again (default AckTimeout + 15s): what a
+	// publisher that died mid-batch costs its rows in delay. It is never
+	// shorter than AckTimeout, and at most half the stream's duplicate
+	// window, so the repeat of a message already stored is deduplicated.
+	Lease time.Duration
 	// PollInterval is the pause when there was nothing to publish
-	// (default 200ms). After a full batch the next one starts at once.
+	// (default 200ms). After a full batch the next one starts at once. It
+	// is also the longest a row that became due behind Run's claims (a
+	// retry, an ended lease) waits for them to come back to it.
 	PollInterval time.Duration
 	// MaxAttempts parks a row after this many failed attempts (default 50).
 	MaxAttempts int
@@ -68,19 +103,32 @@ type Options struct {
 	RetryBase time.Duration
 	RetryMax  time.Duration
 
-	// beforeCommit runs after the acknowledgements are recorded and before
-	// the commit; an error rolls the batch back. Tests use it to kill a
-	// publisher between publishing and committing.
-	beforeCommit func(ctx context.Context) error
+	// claimed sees the seqs of every committed claim. Tests use it to check
+	// that claims are disjoint.
+	claimed func(seqs []int64)
+	// beforeMark runs after the acknowledgements are in and before the mark
+	// transaction; an error abandons the batch unmarked, as a publisher
+	// that died then would. Tests use it to kill or stall a publisher.
+	beforeMark func(ctx context.Context) error
 }
 
 func (o Options) withDefaults() Options {
 	o.Stream = o.Stream.WithDefaults()
 	if o.BatchSize <= 0 {
-		o.BatchSize = 100
+		o.BatchSize = 250
+	}
+	if o.InFlight <= 0 {
+		o.InFlight = 3
 	}
 	if o.AckTimeout <= 0 {
 		o.AckTimeout = 5 * time.Second
+	}
+	if o.Lease <= 0 {
+		o.Lease = o.AckTimeout + 15*time.Second
+	}
+	o.Lease = max(o.Lease, o.AckTimeout)
+	if limit := o.Stream.DuplicateWindow / 2; o.Lease > limit {
+		o.Lease = limit
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = 200 * time.Millisecond
@@ -134,15 +182,67 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream) error {
 	return err
 }
 
-// Run publishes until ctx is done, then finishes the batch in hand and
-// returns nil. It makes sure the stream exists before publishing, and again
-// after a batch in which a row failed: while the broker is unreachable it
-// waits for it (with back-off) instead of spending the rows' attempts.
+// Run publishes until ctx is done, then finishes the batches in hand (their
+// acknowledgements awaited at most AckTimeout, then marked) and returns
+// nil. It makes sure the stream exists before publishing, and again after
+// a batch in which a row failed: while the broker is unreachable it waits
+// for it (with back-off) instead of spending the rows' attempts.
 func (p *Publisher) Run(ctx context.Context) error {
+	// A batch passes three stages, each one goroutine taking batches in
+	// claim order: this loop claims, the sender publishes, the marker
+	// awaits the acknowledgements and marks. slots bounds the batches
+	// between claim and mark.
+	slots := make(chan struct{}, p.opts.InFlight)
+	toSend := make(chan *batch, p.opts.InFlight)
+	toMark := make(chan *batch, p.opts.InFlight)
+	// brokerTrouble tells this loop that a message was refused or failed:
+	// it checks the stream before claiming more.
+	var brokerTrouble atomic.Bool
+	var stages sync.WaitGroup
+	stages.Add(2)
+	go func() {
+		defer stages.Done()
+		defer close(toMark)
+		for b := range toSend {
+			if p.publish(b) {
+				brokerTrouble.Store(true)
+			}
+			toMark <- b
+		}
+	}()
+	go func() {
+		defer stages.Done()
+		for b := range toMark {
+			res, err := p.finish(ctx, b)
+			<-slots
+			if err != nil {
+				p.logger.Error("outbox: batch not marked; its rows are published again when the lease ends",
+					"rows", len(b.rows), "lease", p.opts.Lease.String(), "error", err.Error())
+				continue
+			}
+			if res.failed > 0 {
+				brokerTrouble.Store(true)
+			}
+		}
+	}()
+	defer func() {
+		close(toSend)
+		stages.Wait()
+	}()
+
 	streamReady := false
 	errWait := time.Duration(0)
+	// Each claim continues after the last row of the one before (the
+	// cursor), so it does not walk again past the rows in flight, and
+	// starts again from the oldest due row when nothing is due after the
+	// cursor and at least every PollInterval: rows that became due behind
+	// it (retries, ended leases, inserts that committed late) wait no
+	// longer than that.
+	after, rewound := int64(0), time.Now()
 	for ctx.Err() == nil {
-		wait := p.opts.PollInterval
+		if brokerTrouble.Swap(false) {
+			streamReady = false
+		}
 		if !streamReady {
 			if _, err := events.EnsureStream(ctx, p.js, p.opts.Stream); err != nil {
 				errWait = nextErrWait(errWait)
@@ -154,20 +254,38 @@ func (p *Publisher) Run(ctx context.Context) error {
 			}
 			streamReady = true
 		}
-		res, err := p.publishBatch(ctx)
-		switch {
-		case err != nil:
-			errWait = nextErrWait(errWait)
-			wait = errWait
-			p.logger.Error("outbox: batch failed; rolled back", "retry_in", errWait.String(), "error", err.Error())
-		case res.failed > 0:
-			streamReady = false
-		case res.claimed == p.opts.BatchSize:
-			errWait, wait = 0, 0
-		default:
-			errWait = 0
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
 		}
-		sleep(ctx, wait)
+		if time.Since(rewound) >= p.opts.PollInterval {
+			after, rewound = 0, time.Now()
+		}
+		b, err := p.claim(ctx, after)
+		if err == nil && len(b.rows) == 0 && after > 0 {
+			// Nothing due after the cursor: look from the oldest at once.
+			<-slots
+			after, rewound = 0, time.Now()
+			continue
+		}
+		if err != nil || len(b.rows) == 0 {
+			<-slots
+			wait := p.opts.PollInterval
+			if err != nil && ctx.Err() == nil {
+				errWait = nextErrWait(errWait)
+				wait = errWait
+				p.logger.Error("outbox: claim failed", "retry_in", errWait.String(), "error", err.Error())
+			}
+			sleep(ctx, wait)
+			continue
+		}
+		errWait = 0
+		after = b.rows[len(b.rows)-1].seq
+		toSend <- b
+		if len(b.rows) < p.opts.BatchSize {
+			sleep(ctx, p.opts.PollInterval)
+		}
 	}
 	return nil
 }
@@ -192,132 +310,136 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 type batchResult struct {
-	claimed, published, failed, parked int
+	published, failed, parked int
 }
 
-// PublishBatch runs one claim-publish-commit cycle and returns how many
-// rows it published. A row that fails is not an error (it is recorded on
-// the row and retried later); an error means the transaction rolled back
-// and every claimed row is as it was.
+// PublishBatch runs one claim-publish-mark cycle and returns how many rows
+// the broker acknowledged. A row that fails is not an error (it is recorded
+// on the row and retried later). An error from the claim means nothing was
+// claimed; an error from the mark means the claimed rows stay leased,
+// unmarked, and are published again when the lease ends.
 func (p *Publisher) PublishBatch(ctx context.Context) (int, error) {
-	res, err := p.publishBatch(ctx)
+	b, err := p.claim(ctx, 0)
+	if err != nil || len(b.rows) == 0 {
+		return 0, err
+	}
+	p.publish(b)
+	res, err := p.finish(ctx, b)
 	return res.published, err
+}
+
+// batch is one claim's rows on their way to the stream.
+type batch struct {
+	rows []*claimedRow
+	// lease is the next_attempt_at the claim wrote: a row still holding it
+	// is still this batch's.
+	lease time.Time
+	// deadline ends the wait for acknowledgements.
+	deadline time.Time
 }
 
 type claimedRow struct {
 	seq      int64
 	env      events.Envelope
 	attempts int
-	msg      *nats.Msg
 	future   jetstream.PubAckFuture
 	err      error
 	acked    bool
 }
 
-func (p *Publisher) publishBatch(ctx context.Context) (batchResult, error) {
-	// Once rows are published, the acknowledgements are recorded and the
-	// transaction committed even if ctx ends meanwhile (a shutdown): that
-	// is bounded by the ack deadline, and it spares the broker a repeat.
-	txCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.AckTimeout+30*time.Second)
-	defer cancel()
-	var res batchResult
-	err := p.db.InTx(txCtx, func(tx *sqldb.Tx) error {
-		res = batchResult{}
-		rows, err := p.claim(txCtx, tx)
-		if err != nil {
-			return err
-		}
-		res.claimed = len(rows)
-		if len(rows) == 0 {
-			return nil
-		}
-		p.publish(rows)
-		p.awaitAcks(rows)
+// The claims take the next due rows after seq $4 (Run's cursor; 0 for the
+// oldest) in creation order and lease them in one statement. On PostgreSQL the ARRAY(…) subquery locks the rows it
+// returns, skipping rows another claim is taking, and the update then
+// finds them by primary key.
+const (
+	claimPostgres = `UPDATE outbox SET next_attempt_at = $2
+		WHERE seq = ANY(ARRAY(
+			SELECT seq FROM outbox
+			WHERE published_at IS NULL AND parked_at IS NULL AND next_attempt_at <= $1 AND seq > $4
+			ORDER BY seq
+			LIMIT $3
+			FOR UPDATE SKIP LOCKED))
+		RETURNING seq, id, type, source, subject, time, data, attempts`
+	claimSQLite = `UPDATE outbox SET next_attempt_at = $2
+		WHERE seq IN (
+			SELECT seq FROM outbox
+			WHERE published_at IS NULL AND parked_at IS NULL AND next_attempt_at <= $1 AND seq > $4
+			ORDER BY seq
+			LIMIT $3)
+		RETURNING seq, id, type, source, subject, time, data, attempts`
+)
 
-		ackedAt := sqldb.Timestamp(p.db.Now())
-		var done []int64
-		for _, r := range rows {
-			if r.acked {
-				done = append(done, r.seq)
-				continue
+// asyncCommit makes a PostgreSQL transaction commit without waiting for
+// its WAL to reach the disk, which otherwise costs each claim and each mark
+// a flush. Only the publisher's own transactions do it. A crash can then
+// undo the last fraction of a second of them, which is safe: an undone
+// claim leaves its rows due again, an undone mark leaves its rows
+// unpublished, and either way they are published again and the stream's
+// duplicate window keeps one copy.
+const asyncCommit = `set_config('synchronous_commit', 'off', true)`
+
+// claim leases the next due rows after seq after, in creation order.
+func (p *Publisher) claim(ctx context.Context, after int64) (*batch, error) {
+	b := &batch{}
+	err := p.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		b.rows = b.rows[:0]
+		b.lease = sqldb.Timestamp(tx.Now.Add(p.opts.Lease))
+		query := claimSQLite
+		if tx.DB().Engine == sqldb.Postgres {
+			query = claimPostgres
+			// Walk the partial index outbox_pending in seq order and stop
+			// at the batch. Without statistics (a fresh table, or a backlog
+			// that grew faster than autovacuum analyses) the planner
+			// otherwise sorts the whole backlog on every claim: 60–110 ms
+			// a batch. And commit without waiting for the WAL flush (see
+			// asyncCommit), in the same round trip.
+			if _, err := tx.Exec(ctx, `SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true), `+asyncCommit); err != nil {
+				return fmt.Errorf("claim: %w", err)
 			}
-			parked, err := p.recordFailure(txCtx, tx, r, ackedAt)
+		}
+		q, err := tx.Query(ctx, query, tx.Now, b.lease, p.opts.BatchSize, after)
+		if err != nil {
+			return fmt.Errorf("claim: %w", err)
+		}
+		defer q.Close()
+		for q.Next() {
+			r := &claimedRow{}
+			var data []byte
+			err := q.Scan(&r.seq, &r.env.ID, &r.env.Type, &r.env.Source, &r.env.Subject, &r.env.Time, &data, &r.attempts)
 			if err != nil {
-				return err
+				return fmt.Errorf("claim: %w", err)
 			}
-			res.failed++
-			if parked {
-				res.parked++
-			}
+			r.env.SpecVersion = events.SpecVersion
+			r.env.Time = r.env.Time.UTC()
+			r.env.Data = data
+			b.rows = append(b.rows, r)
 		}
-		if err := markPublished(txCtx, tx, done, ackedAt); err != nil {
-			return err
-		}
-		res.published = len(done)
-		if p.opts.beforeCommit != nil {
-			if err := p.opts.beforeCommit(txCtx); err != nil {
-				return err
-			}
+		if err := q.Err(); err != nil {
+			return fmt.Errorf("claim: %w", err)
 		}
 		return nil
 	})
 	if err != nil {
-		return batchResult{claimed: res.claimed}, err
+		return &batch{}, err
 	}
-	if res.failed > 0 {
-		p.logger.Warn("outbox: rows not acknowledged; retrying later", "published", res.published, "failed", res.failed, "parked", res.parked)
-	} else if res.published > 0 {
-		p.logger.Debug("outbox: batch published", "published", res.published)
+	// RETURNING lists rows in no promised order; publishing is by seq.
+	slices.SortFunc(b.rows, func(x, y *claimedRow) int { return cmp.Compare(x.seq, y.seq) })
+	if p.opts.claimed != nil && len(b.rows) > 0 {
+		seqs := make([]int64, len(b.rows))
+		for i, r := range b.rows {
+			seqs[i] = r.seq
+		}
+		p.opts.claimed(seqs)
 	}
-	return res, nil
+	return b, nil
 }
 
-// claim locks the next due rows in creation order.
-func (p *Publisher) claim(ctx context.Context, tx *sqldb.Tx) ([]*claimedRow, error) {
-	if tx.DB().Engine == sqldb.Postgres {
-		// Walk the partial index outbox_pending in seq order and stop at
-		// the batch. Without statistics (a fresh table, or a backlog that
-		// grew faster than autovacuum analyses) the planner otherwise
-		// sorts the whole backlog on every claim: 60–110 ms a batch.
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_sort = off`); err != nil {
-			return nil, fmt.Errorf("claim: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_bitmapscan = off`); err != nil {
-			return nil, fmt.Errorf("claim: %w", err)
-		}
-	}
-	q, err := tx.Query(ctx, `SELECT seq, id, type, source, subject, time, data, attempts
-		FROM outbox
-		WHERE published_at IS NULL AND parked_at IS NULL AND next_attempt_at <= $1
-		ORDER BY seq
-		LIMIT $2`+tx.DB().SkipLocked(), tx.Now, p.opts.BatchSize)
-	if err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
-	}
-	defer q.Close()
-	var rows []*claimedRow
-	for q.Next() {
-		r := &claimedRow{}
-		var data []byte
-		err := q.Scan(&r.seq, &r.env.ID, &r.env.Type, &r.env.Source, &r.env.Subject, &r.env.Time, &data, &r.attempts)
-		if err != nil {
-			return nil, fmt.Errorf("claim: %w", err)
-		}
-		r.env.SpecVersion = events.SpecVersion
-		r.env.Time = r.env.Time.UTC()
-		r.env.Data = data
-		rows = append(rows, r)
-	}
-	if err := q.Err(); err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
-	}
-	return rows, nil
-}
-
-// publish sends every row without waiting; a row whose envelope is not
-// valid is not sent (it is parked: retrying cannot mend it).
-func (p *Publisher) publish(rows []*claimedRow) {
-	for _, r := range rows {
+// publish sends every row of b without waiting and starts its ack
+// deadline; a row whose envelope is not valid is not sent (it is parked:
+// retrying cannot mend it). It reports whether the connection refused a
+// message outright.
+func (p *Publisher) publish(b *batch) (refused bool) {
+	for _, r := range b.rows {
 		if err := r.env.Validate(); err != nil {
 			r.err = permanent{err}
 			continue
@@ -334,20 +456,48 @@ func (p *Publisher) publish(rows []*claimedRow) {
 		msg := nats.NewMsg(p.opts.Stream.Subject(r.env.Type))
 		msg.Data = body
 		msg.Header.Set(events.AttemptHeader, strconv.Itoa(r.attempts+1))
-		r.msg = msg
 		r.future, r.err = p.js.PublishMsgAsync(msg,
 			jetstream.WithMsgID(r.env.ID),
 			jetstream.WithExpectStream(p.opts.Stream.Name))
+		if r.err != nil {
+			refused = true
+		}
 	}
+	b.deadline = time.Now().Add(p.opts.AckTimeout)
+	return refused
+}
+
+// finish awaits b's acknowledgements and marks its rows. Once rows are
+// published they are marked even if ctx ends meanwhile (a shutdown): that
+// is bounded by the ack deadline, and it spares the broker a repeat.
+func (p *Publisher) finish(ctx context.Context, b *batch) (batchResult, error) {
+	p.awaitAcks(b)
+	markCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if p.opts.beforeMark != nil {
+		if err := p.opts.beforeMark(markCtx); err != nil {
+			return batchResult{}, err
+		}
+	}
+	res, err := p.mark(markCtx, b)
+	if err != nil {
+		return batchResult{}, err
+	}
+	if res.failed > 0 {
+		p.logger.Warn("outbox: rows not acknowledged; retrying later", "published", res.published, "failed", res.failed, "parked", res.parked)
+	} else {
+		p.logger.Debug("outbox: batch published", "published", res.published)
+	}
+	return res, nil
 }
 
 // awaitAcks waits for every sent row's acknowledgement until the batch's
 // deadline; a row still unanswered then has failed this attempt.
-func (p *Publisher) awaitAcks(rows []*claimedRow) {
-	deadline := time.NewTimer(p.opts.AckTimeout)
+func (p *Publisher) awaitAcks(b *batch) {
+	deadline := time.NewTimer(time.Until(b.deadline))
 	defer deadline.Stop()
 	expired := false
-	for _, r := range rows {
+	for _, r := range b.rows {
 		if r.future == nil {
 			continue
 		}
@@ -376,14 +526,51 @@ func (p *Publisher) awaitAcks(rows []*claimedRow) {
 	}
 }
 
+// mark records b's outcome in one transaction: published_at on the
+// acknowledged rows, a failed attempt on the others.
+func (p *Publisher) mark(ctx context.Context, b *batch) (batchResult, error) {
+	var res batchResult
+	err := p.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res = batchResult{}
+		if tx.DB().Engine == sqldb.Postgres {
+			if _, err := tx.Exec(ctx, `SELECT `+asyncCommit); err != nil {
+				return fmt.Errorf("mark: %w", err)
+			}
+		}
+		var done []int64
+		for _, r := range b.rows {
+			if r.acked {
+				done = append(done, r.seq)
+				continue
+			}
+			parked, err := p.recordFailure(ctx, tx, r, b.lease)
+			if err != nil {
+				return err
+			}
+			res.failed++
+			if parked {
+				res.parked++
+			}
+		}
+		if err := markPublished(ctx, tx, done); err != nil {
+			return err
+		}
+		res.published = len(done)
+		return nil
+	})
+	return res, err
+}
+
 // permanent marks a row failure that no retry can mend.
 type permanent struct{ error }
 
 const maxErrorText = 1000
 
 // recordFailure counts the failed attempt, keeps the error and schedules
-// the next attempt, or parks the row. It reports whether it parked.
-func (p *Publisher) recordFailure(ctx context.Context, tx *sqldb.Tx, r *claimedRow, now time.Time) (bool, error) {
+// the next attempt, or parks the row, provided the row is still under
+// lease (another publisher may have claimed it since, if this batch
+// outlived its lease). It reports whether it parked.
+func (p *Publisher) recordFailure(ctx context.Context, tx *sqldb.Tx, r *claimedRow, lease time.Time) (bool, error) {
 	attempts := r.attempts + 1
 	errText := "unknown failure"
 	if r.err != nil {
@@ -394,16 +581,20 @@ func (p *Publisher) recordFailure(ctx context.Context, tx *sqldb.Tx, r *claimedR
 	}
 	var perm permanent
 	park := attempts >= p.opts.MaxAttempts || errors.As(r.err, &perm)
-	next := now.Add(p.opts.Backoff(attempts))
+	next := tx.Now.Add(p.opts.Backoff(attempts))
 	var parkedAt *time.Time
 	if park {
-		parkedAt = &now
+		parkedAt = &tx.Now
 	}
-	_, err := tx.Exec(ctx, `UPDATE outbox
+	res, err := tx.Exec(ctx, `UPDATE outbox
 		SET attempts = $1, last_error = $2, next_attempt_at = $3, parked_at = $4
-		WHERE seq = $5`, attempts, errText, next, parkedAt, r.seq)
+		WHERE seq = $5 AND next_attempt_at = $6 AND published_at IS NULL AND parked_at IS NULL`,
+		attempts, errText, next, parkedAt, r.seq, lease)
 	if err != nil {
 		return false, fmt.Errorf("record failed attempt: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
 	}
 	if park {
 		p.logger.Error("outbox: event parked; it will not be retried until an operator clears parked_at",
@@ -412,25 +603,33 @@ func (p *Publisher) recordFailure(ctx context.Context, tx *sqldb.Tx, r *claimedR
 	return park, nil
 }
 
-// markPublished sets published_at on the acknowledged rows. attempts counts
-// this successful attempt too.
-func markPublished(ctx context.Context, tx *sqldb.Tx, seqs []int64, at time.Time) error {
+// markPublished sets published_at on the acknowledged rows not yet marked
+// (by another publisher that claimed them after this batch's lease ended).
+// attempts counts this successful attempt too. The rows travel as one
+// parameter, so the statement's text is the same for every batch (SQLite's
+// statements are prepared once per text).
+func markPublished(ctx context.Context, tx *sqldb.Tx, seqs []int64) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	var b strings.Builder
-	args := make([]any, 0, len(seqs)+1)
-	args = append(args, at)
-	for i, s := range seqs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, "$%d", i+2)
-		args = append(args, s)
-	}
-	_, err := tx.Exec(ctx, `UPDATE outbox
+	const update = `UPDATE outbox
 		SET published_at = $1, attempts = attempts + 1, last_error = NULL
-		WHERE seq IN (`+b.String()+`)`, args...)
+		WHERE published_at IS NULL AND `
+	var err error
+	if tx.DB().Engine == sqldb.Postgres {
+		_, err = tx.Exec(ctx, update+`seq = ANY($2)`, tx.Now, seqs)
+	} else {
+		list := make([]byte, 0, 8*len(seqs)+2)
+		list = append(list, '[')
+		for i, s := range seqs {
+			if i > 0 {
+				list = append(list, ',')
+			}
+			list = strconv.AppendInt(list, s, 10)
+		}
+		list = append(list, ']')
+		_, err = tx.Exec(ctx, update+`seq IN (SELECT value FROM json_each($2))`, tx.Now, string(list))
+	}
 	if err != nil {
 		return fmt.Errorf("mark published: %w", err)
 	}

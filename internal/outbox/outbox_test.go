@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,19 +195,28 @@ func TestBrokerDownRowsWaitThenDeliver(t *testing.T) {
 	})
 }
 
-// A publisher killed after publishing and before committing leaves its rows
-// unpublished; the next claim republishes them and the stream's duplicate
-// window keeps one copy of each.
+// movableClock makes db's clock settable from the test while publishers
+// read it: advance moves it forward by d, as if d had passed.
+func movableClock(db *sqldb.DB) (advance func(d time.Duration)) {
+	var offset atomic.Int64
+	db.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	return func(d time.Duration) { offset.Add(int64(d)) }
+}
+
+// A publisher killed after publishing and before marking leaves its rows
+// unpublished and leased; when the lease ends the next claim republishes
+// them, and the stream's duplicate window keeps one copy of each.
 func TestPublisherKilledMidBatchLosesNothing(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		eventstest.Each(t, func(t *testing.T, b *eventstest.Broker) {
 			ctx := context.Background()
 			db, _, js := ready(t, engine, b)
+			advance := movableClock(db)
 			ids := insertRows(t, db, 30)
 
 			killed := errors.New("publisher killed")
 			opts := Options{Stream: b.Stream}
-			opts.beforeCommit = func(context.Context) error { return killed }
+			opts.beforeMark = func(context.Context) error { return killed }
 			if _, err := NewPublisher(db, js, opts, discard()).PublishBatch(ctx); !errors.Is(err, killed) {
 				t.Fatalf("killed publisher: got %v", err)
 			}
@@ -214,61 +224,264 @@ func TestPublisherKilledMidBatchLosesNothing(t *testing.T) {
 				t.Fatalf("the killed publisher sent %d messages, want 30", got)
 			}
 			for _, r := range rows(t, db) {
-				if r.PublishedAt != nil || r.Attempts != 0 {
-					t.Fatalf("row %d after the kill: published_at %v attempts %d, want untouched", r.Seq, r.PublishedAt, r.Attempts)
+				if r.PublishedAt != nil || r.Attempts != 0 || r.LastError != "" {
+					t.Fatalf("row %d after the kill: published_at %v attempts %d error %q, want untouched", r.Seq, r.PublishedAt, r.Attempts, r.LastError)
 				}
 			}
 
-			n, err := NewPublisher(db, js, Options{Stream: b.Stream}, discard()).PublishBatch(ctx)
-			if err != nil || n != 30 {
-				t.Fatalf("next publisher: published %d, err %v", n, err)
+			next := NewPublisher(db, js, Options{Stream: b.Stream}, discard())
+			if n, err := next.PublishBatch(ctx); err != nil || n != 0 {
+				t.Fatalf("next publisher within the lease: published %d, err %v; want none", n, err)
 			}
-			if countUnpublished(t, db) != 0 {
-				t.Fatal("rows left unpublished")
+			advance(next.opts.Lease)
+			if n, err := next.PublishBatch(ctx); err != nil || n != 30 {
+				t.Fatalf("next publisher after the lease: published %d, err %v", n, err)
+			}
+			for _, r := range rows(t, db) {
+				if r.PublishedAt == nil || r.Attempts != 1 || r.LastError != "" {
+					t.Fatalf("row %d: published_at %v attempts %d error %q", r.Seq, r.PublishedAt, r.Attempts, r.LastError)
+				}
 			}
 			assertExactlyOnce(t, eventstest.ReadStream(t, js, b), ids, b)
 		})
 	})
 }
 
-// On PostgreSQL a publisher holding a batch (here: stalled between publish
-// and commit) does not stop another from publishing the rows after it, and
-// its rows return to the pool when it dies.
-func TestLockedRowsAreSkippedAndReclaimed(t *testing.T) {
-	if len(sqltest.Engines()) < 2 {
-		t.Skip("TEST_DATABASE_URL not set: SKIP LOCKED is PostgreSQL's")
-	}
-	ctx := context.Background()
-	b := eventstest.Embedded(t)
-	db, _, js := ready(t, sqldb.Postgres, b)
-	ids := insertRows(t, db, 20)
+// A publisher holding a batch (here: stalled between the acknowledgements
+// and the mark) holds no transaction: another publisher publishes the rows
+// after it meanwhile, on either engine, and takes its rows over when the
+// lease ends. The stalled one's late mark then changes nothing.
+func TestLeasedRowsAreSkippedAndReclaimed(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		b := eventstest.Embedded(t)
+		db, _, js := ready(t, engine, b)
+		advance := movableClock(db)
+		ids := insertRows(t, db, 20)
 
-	held, release := make(chan struct{}), make(chan struct{})
-	stalled := Options{Stream: b.Stream, BatchSize: 10}
-	stalled.beforeCommit = func(context.Context) error {
-		close(held)
-		<-release
-		return errors.New("publisher died")
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := NewPublisher(db, js, stalled, discard()).PublishBatch(ctx)
-		done <- err
-	}()
-	<-held
+		held, release := make(chan struct{}), make(chan struct{})
+		stalled := Options{Stream: b.Stream, BatchSize: 10}
+		stalled.beforeMark = func(context.Context) error {
+			close(held)
+			<-release
+			return nil
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := NewPublisher(db, js, stalled, discard()).PublishBatch(ctx)
+			done <- err
+		}()
+		<-held
 
-	other := NewPublisher(db, js, Options{Stream: b.Stream, BatchSize: 100}, discard())
-	if n, err := other.PublishBatch(ctx); err != nil || n != 10 {
-		t.Fatalf("while the first 10 are locked: published %d, err %v; want the other 10", n, err)
-	}
-	close(release)
-	if err := <-done; err == nil {
-		t.Fatal("stalled publisher committed")
-	}
-	if n, err := other.PublishBatch(ctx); err != nil || n != 10 {
-		t.Fatalf("after the stalled one died: published %d, err %v; want its 10", n, err)
-	}
-	assertExactlyOnce(t, eventstest.ReadStream(t, js, b), ids, b)
+		other := NewPublisher(db, js, Options{Stream: b.Stream, BatchSize: 100}, discard())
+		if n, err := other.PublishBatch(ctx); err != nil || n != 10 {
+			t.Fatalf("while the first 10 are leased: published %d, err %v; want the other 10", n, err)
+		}
+		if n, err := other.PublishBatch(ctx); err != nil || n != 0 {
+			t.Fatalf("within the lease: published %d, err %v; want none", n, err)
+		}
+		advance(other.opts.Lease)
+		if n, err := other.PublishBatch(ctx); err != nil || n != 10 {
+			t.Fatalf("after the lease: published %d, err %v; want the stalled one's 10", n, err)
+		}
+		marked := rows(t, db)
+
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("stalled publisher's late mark: %v", err)
+		}
+		for i, r := range rows(t, db) {
+			if r.PublishedAt == nil || !r.PublishedAt.Equal(*marked[i].PublishedAt) || r.Attempts != 1 {
+				t.Errorf("row %d after the late mark: published_at %v (was %v) attempts %d", r.Seq, r.PublishedAt, marked[i].PublishedAt, r.Attempts)
+			}
+		}
+		assertExactlyOnce(t, eventstest.ReadStream(t, js, b), ids, b)
+	})
+}
+
+// A batch that failed but is marked only after its lease ended records
+// nothing on rows another publisher has claimed since: the failure belongs
+// to an attempt that is no longer the row's latest.
+func TestLateFailureLeavesReclaimedRowsAlone(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		b := eventstest.Embedded(t)
+		db, _, js := ready(t, engine, b)
+		advance := movableClock(db)
+		ids := insertRows(t, db, 10)
+
+		// stall returns options whose publisher stops before marking until
+		// release is closed.
+		stall := func(opts Options) (Options, chan struct{}, chan struct{}) {
+			held, release := make(chan struct{}), make(chan struct{})
+			opts.beforeMark = func(context.Context) error {
+				close(held)
+				<-release
+				return nil
+			}
+			return opts, held, release
+		}
+		publish := func(js jetstream.JetStream, opts Options) chan error {
+			done := make(chan error, 1)
+			go func() {
+				_, err := NewPublisher(db, js, opts, discard()).PublishBatch(ctx)
+				done <- err
+			}()
+			return done
+		}
+
+		// The first publisher's broker is gone: all its rows fail, and with
+		// MaxAttempts 1 it would park them.
+		gone := eventstest.Embedded(t)
+		_, goneJS := eventstest.Connect(t, gone)
+		gone.Server.Shutdown()
+		failing, failingHeld, failingRelease := stall(Options{Stream: b.Stream, MaxAttempts: 1})
+		failed := publish(goneJS, failing)
+		<-failingHeld
+
+		// Its lease ends; a second publisher claims and publishes the rows,
+		// and is held before marking them.
+		advance(NewPublisher(db, js, Options{Stream: b.Stream}, discard()).opts.Lease)
+		second, secondHeld, secondRelease := stall(Options{Stream: b.Stream})
+		published := publish(js, second)
+		<-secondHeld
+
+		close(failingRelease)
+		if err := <-failed; err != nil {
+			t.Fatalf("first publisher's late mark: %v", err)
+		}
+		for _, r := range rows(t, db) {
+			if r.ParkedAt != nil || r.Attempts != 0 || r.LastError != "" {
+				t.Fatalf("row %d under the second lease after the first's late mark: parked_at %v attempts %d error %q",
+					r.Seq, r.ParkedAt, r.Attempts, r.LastError)
+			}
+		}
+
+		close(secondRelease)
+		if err := <-published; err != nil {
+			t.Fatalf("second publisher: %v", err)
+		}
+		for _, r := range rows(t, db) {
+			if r.PublishedAt == nil || r.ParkedAt != nil || r.Attempts != 1 || r.LastError != "" {
+				t.Errorf("row %d: published_at %v parked_at %v attempts %d error %q", r.Seq, r.PublishedAt, r.ParkedAt, r.Attempts, r.LastError)
+			}
+		}
+		assertExactlyOnce(t, eventstest.ReadStream(t, js, b), ids, b)
+	})
+}
+
+// Stopping Run while batches are in flight: it returns once every batch it
+// claimed is marked, none left to wait out a lease.
+func TestRunMarksBatchesInHandBeforeReturning(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		b := eventstest.Embedded(t)
+		db, _, js := ready(t, engine, b)
+		insertRows(t, db, 200)
+
+		var mu sync.Mutex
+		var claimed []int64
+		ctx, cancel := context.WithCancel(context.Background())
+		opts := Options{Stream: b.Stream, BatchSize: 10, InFlight: 4, PollInterval: time.Millisecond}
+		opts.claimed = func(seqs []int64) {
+			mu.Lock()
+			claimed = append(claimed, seqs...)
+			mu.Unlock()
+		}
+		marks := 0
+		opts.beforeMark = func(context.Context) error {
+			if marks++; marks == 3 {
+				cancel()
+			}
+			return nil
+		}
+		if err := NewPublisher(db, js, opts, discard()).Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		published := map[int64]bool{}
+		for _, r := range rows(t, db) {
+			published[r.Seq] = r.PublishedAt != nil
+		}
+		if len(claimed) < 30 {
+			t.Fatalf("%d rows claimed before the stop, want at least 3 batches", len(claimed))
+		}
+		for _, seq := range claimed {
+			if !published[seq] {
+				t.Errorf("row %d claimed but not marked when Run returned", seq)
+			}
+		}
+	})
+}
+
+// One publisher keeps several batches in flight and still publishes in
+// creation order.
+func TestOnePublisherPublishesInCreationOrder(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		b := eventstest.Embedded(t)
+		db, _, js := ready(t, engine, b)
+		ids := insertRows(t, db, 1000)
+		opts := Options{Stream: b.Stream, BatchSize: 50, InFlight: 4, PollInterval: 5 * time.Millisecond}
+		stop := runPublishers(t, 1, NewPublisher(db, js, opts, discard()))
+		eventstest.Eventually(t, 60*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
+		stop()
+		msgs := eventstest.ReadStream(t, js, b)
+		assertExactlyOnce(t, msgs, ids, b)
+		for i, m := range msgs {
+			if i < len(ids) && m.Envelope.ID != ids[i] {
+				t.Fatalf("stream message %d is event %s, want %s (creation order)", i, m.Envelope.ID, ids[i])
+			}
+		}
+	})
+}
+
+// A row that becomes due behind Run's claims (here: one held back, then
+// released while the backlog after it drains) is claimed again within
+// about a PollInterval, not left until the backlog is done.
+func TestRowDueBehindTheClaimsIsNotLeftForLast(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		b := eventstest.Embedded(t)
+		db, _, js := ready(t, engine, b)
+		ids := insertRows(t, db, 2000)
+		first := rows(t, db)[0].Seq
+		// Through InTx: on SQLite it queues with the publisher's writes
+		// rather than polling for the lock while they keep it busy.
+		due := func(at time.Time) {
+			t.Helper()
+			err := db.InTx(ctx, func(tx *sqldb.Tx) error {
+				_, err := tx.Exec(ctx, `UPDATE outbox SET next_attempt_at = $1 WHERE seq = $2`, at, first)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		due(time.Now().Add(time.Hour))
+
+		var mu sync.Mutex
+		var order []int64
+		passed := make(chan struct{})
+		opts := Options{Stream: b.Stream, BatchSize: 10, InFlight: 2, PollInterval: time.Millisecond}
+		opts.claimed = func(seqs []int64) {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, seqs...)
+			if len(order) == 100 {
+				close(passed)
+			}
+		}
+		stop := runPublishers(t, 1, NewPublisher(db, js, opts, discard()))
+		<-passed
+		due(time.Now())
+		eventstest.Eventually(t, 60*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
+		stop()
+
+		mu.Lock()
+		defer mu.Unlock()
+		if last := order[len(order)-1]; last == first {
+			t.Errorf("the row due behind the claims was claimed last, after the whole backlog")
+		}
+		assertExactlyOnce(t, eventstest.ReadStream(t, js, b), ids, b)
+	})
 }
 
 func TestRowsParkAfterMaxAttempts(t *testing.T) {
@@ -445,4 +658,22 @@ func TestEnvelopeOnTheWire(t *testing.T) {
 			t.Errorf("data %s (%v)", got.Data, err)
 		}
 	})
+}
+
+func TestLeaseBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want time.Duration
+	}{
+		{"default: AckTimeout and a margin", Options{}, 20 * time.Second},
+		{"never shorter than AckTimeout", Options{AckTimeout: 10 * time.Second, Lease: time.Second}, 10 * time.Second},
+		{"at most half the duplicate window", Options{Lease: time.Hour}, events.MinDuplicateWindow / 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.opts.withDefaults().Lease; got != tc.want {
+				t.Errorf("Lease = %s, want %s", got, tc.want)
+			}
+		})
+	}
 }

@@ -15,10 +15,11 @@ import (
 
 // Start runs a Publisher for db's outbox in the background, against the
 // NATS server(s) at eventsURL, and returns a function that stops it: stop
-// lets the batch in hand finish (bounded by AckTimeout), then closes the
-// connection. It fails only on a malformed URL; an unreachable broker is
-// waited for (see events.Connect). It is what `identity serve` runs when
-// EVENTS_URL is set, and what `platform events publish` runs standalone.
+// lets the batches in hand finish (their acknowledgements awaited at most
+// AckTimeout, then marked), then closes the connection. It fails only on a
+// malformed URL; an unreachable broker is waited for (see events.Connect).
+// It is what `identity serve` runs when EVENTS_URL is set, and what
+// `platform events publish` runs standalone.
 func Start(ctx context.Context, db *sqldb.DB, eventsURL string, opts Options, logger *slog.Logger) (stop func(), err error) {
 	opts = opts.withDefaults()
 	nc, err := events.Connect(eventsURL, "platform-outbox-"+opts.Service, logger)
