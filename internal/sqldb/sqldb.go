@@ -50,7 +50,7 @@ type DB struct {
 
 	// stmts caches SQLite's prepared statements (see stmtCache).
 	stmts *stmtCache
-	// group queues SQLite's single-statement writes (see Write).
+	// group queues single-statement writes (see Write).
 	group *writeGroup
 }
 
@@ -127,7 +127,10 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	if engine == SQLite {
 		db.writer = make(chan struct{}, 1)
 		db.stmts = &stmtCache{stmts: map[string]*sql.Stmt{}}
-		db.group = &writeGroup{}
+	}
+	db.group = &writeGroup{maxLeaders: 2}
+	if engine == SQLite {
+		db.group.maxLeaders = 1
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -14,16 +14,20 @@ const maxGroup = 64
 // when Write returns nil, and nothing of it remains when Write returns an
 // error.
 //
-// On PostgreSQL it is a plain Exec. On SQLite, where every write takes the
-// database's single write lock and each commit appends to the WAL, the
-// statements that arrive while a commit is under way are committed together
-// (group commit): one caller leads, runs up to maxGroup waiting statements
-// in one transaction and commits once, and every statement still succeeds
-// or fails on its own: when any statement fails, the group is rolled back
-// and its statements are run one to a transaction, so no caller gets
-// another's failure and nothing of a failed statement remains.
+// Every commit waits for the log to reach the disk (SQLite's WAL under its
+// single write lock; PostgreSQL's WAL flush, whose lock is where concurrent
+// commits queue: about 2,600 commits/s on the bench machine, whatever the
+// number of connections). So the statements that arrive while a commit is
+// under way are committed together (group commit): a leading caller runs up
+// to maxGroup waiting statements in one transaction and commits once (one
+// leader at a time on SQLite, two on PostgreSQL). A
+// statement alone runs as a plain autocommit statement. Every statement
+// still succeeds or fails on its own: when any statement fails, the group
+// is rolled back and its statements are run one to a transaction, so no
+// caller gets another's failure and nothing of a failed statement remains.
 func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if db.group == nil {
+		// A DB not made by Open.
 		return db.Exec(ctx, query, args...)
 	}
 	if err := ctx.Err(); err != nil {
@@ -33,8 +37,10 @@ func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result,
 	g := db.group
 	g.mu.Lock()
 	g.pending = append(g.pending, w)
-	lead := !g.leading
-	g.leading = true
+	lead := g.leaders < g.maxLeaders
+	if lead {
+		g.leaders++
+	}
 	g.mu.Unlock()
 	if lead {
 		db.leadGroups(w)
@@ -53,11 +59,14 @@ func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result,
 	}
 }
 
-// writeGroup is the queue of single-statement writes (SQLite only).
+// writeGroup is the queue of single-statement writes.
 type writeGroup struct {
 	mu      sync.Mutex
 	pending []*groupWrite
-	leading bool
+	// leaders is how many groups are being committed; at most maxLeaders
+	// (one on SQLite, which has one writer; two on PostgreSQL, so a group
+	// fills while the one before it commits).
+	leaders, maxLeaders int
 }
 
 const (
@@ -99,7 +108,7 @@ func (db *DB) leadGroups(own *groupWrite) {
 		g.mu.Lock()
 		n := min(len(g.pending), maxGroup)
 		if n == 0 {
-			g.leading = false
+			g.leaders--
 			g.pending = nil
 			g.mu.Unlock()
 			return
@@ -128,13 +137,20 @@ func (db *DB) leadGroups(own *groupWrite) {
 	}
 }
 
-// commitGroup runs ws in one transaction under the process's write slot.
+// commitGroup runs ws in one transaction (on SQLite under the process's
+// write slot).
 func (db *DB) commitGroup(ws []*groupWrite) {
-	db.writer <- struct{}{}
-	defer func() { <-db.writer }()
+	if db.writer != nil {
+		db.writer <- struct{}{}
+		defer func() { <-db.writer }()
+	}
 	// The group's transaction outlives any one caller's context: a caller
 	// that gives up while its statement runs still learns the outcome.
 	ctx := context.WithoutCancel(ws[0].ctx)
+	if len(ws) == 1 {
+		ws[0].finish(db.Exec(ctx, ws[0].query, ws[0].args...))
+		return
+	}
 	results := make([]sql.Result, len(ws))
 	tx, err := db.DB.BeginTx(ctx, nil)
 	if err == nil {
