@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 )
 
-// maxGroup bounds how many single-statement writes share one SQLite commit.
+// maxGroup bounds how many single-statement writes share one commit.
 const maxGroup = 64
 
 // Write runs one writing statement as its own transaction: it is committed
@@ -20,11 +20,13 @@ const maxGroup = 64
 // number of connections). So the statements that arrive while a commit is
 // under way are committed together (group commit): a leading caller runs up
 // to maxGroup waiting statements in one transaction and commits once (one
-// leader at a time on SQLite, two on PostgreSQL). A
-// statement alone runs as a plain autocommit statement. Every statement
-// still succeeds or fails on its own: when any statement fails, the group
-// is rolled back and its statements are run one to a transaction, so no
-// caller gets another's failure and nothing of a failed statement remains.
+// leader at a time on SQLite, two on PostgreSQL). A statement alone runs as
+// a plain autocommit statement. Every statement still succeeds or fails on
+// its own: when one fails, the group is rolled back and its statements are
+// run one to a transaction, so no caller gets another's failure and nothing
+// of a failed statement remains. A failed commit is reported to every
+// caller of its group and not retried: it may have taken effect (a
+// connection lost mid-commit), exactly as for a single statement.
 func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if db.group == nil {
 		// A DB not made by Open.
@@ -153,32 +155,30 @@ func (db *DB) commitGroup(ws []*groupWrite) {
 	}
 	results := make([]sql.Result, len(ws))
 	tx, err := db.DB.BeginTx(ctx, nil)
-	if err == nil {
-		for i, w := range ws {
-			q := db.Rebind(w.query)
-			if s := db.stmt(ctx, q); s != nil {
-				results[i], err = tx.StmtContext(ctx, s).ExecContext(ctx, w.args...)
-			} else {
-				results[i], err = tx.ExecContext(ctx, q, w.args...)
-			}
-			if err != nil {
-				break
-			}
-		}
-		if err == nil {
-			err = tx.Commit()
-		} else {
-			_ = tx.Rollback()
-		}
-	}
-	if err != nil && len(ws) > 1 {
-		// A statement (or the commit) failed: run each alone, so each gets
-		// its own outcome.
+	if err != nil {
 		for _, w := range ws {
-			w.finish(db.writeAlone(w))
+			w.finish(nil, err)
 		}
 		return
 	}
+	for i, w := range ws {
+		q := db.Rebind(w.query)
+		if s := db.stmt(ctx, q); s != nil {
+			results[i], err = tx.StmtContext(ctx, s).ExecContext(ctx, w.args...)
+		} else {
+			results[i], err = tx.ExecContext(ctx, q, w.args...)
+		}
+		if err != nil {
+			// A statement failed: nothing of the group is kept; run each
+			// alone, so each gets its own outcome.
+			_ = tx.Rollback()
+			for _, w := range ws {
+				w.finish(db.writeAlone(w))
+			}
+			return
+		}
+	}
+	err = tx.Commit()
 	for i, w := range ws {
 		if err != nil {
 			w.finish(nil, err)
