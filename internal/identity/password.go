@@ -37,8 +37,9 @@ const (
 // number of hashes run at once: each takes MemoryKiB of memory and a core,
 // so a login flood queues instead of exhausting memory. While requests that
 // do no hashing are in flight or were a moment ago (see Serving), hashing
-// keeps to half of those slots, at least one, so a flood of sign-ins cannot take every core from
-// the reads already being served; alone, it uses them all.
+// keeps to half of those slots, at least one, so a flood of sign-ins cannot
+// take every core from the reads already being served; alone, it uses them
+// all.
 type Hasher struct {
 	params HashParams
 	slots  chan struct{}

@@ -149,17 +149,17 @@ const revokeStatement = `
 	)
 	SELECT ` + entitlementCols + ` FROM revoked`
 
-// grantAttempts bounds the retries of a grant that finds an active row gone
-// (revoked) between its insert and its read: each retry means another
-// transaction made progress.
-const grantAttempts = 5
+// rowAttempts bounds the retries of a grant, or of a capability issue,
+// that finds the account's active row changed between its read and its
+// write: each retry means another transaction made progress.
+const rowAttempts = 5
 
 // grant inserts an active entitlement and its grant event. The insert does
 // nothing when the partial unique index already holds an active row, so a
 // duplicate never raises an error that would abort the transaction; the
 // existing row is then read and returned with created false.
 func grant(ctx context.Context, tx *sqldb.Tx, ne box.NewEntitlement) (box.Entitlement, bool, error) {
-	for range grantAttempts {
+	for range rowAttempts {
 		ent, err := scanEntitlement(tx.QueryRow(ctx, `
 			INSERT INTO entitlements (account_id, product, status, version_range, source, reference, granted_by, granted_at)
 			VALUES ($1, $2, 'active', $3, $4, $5, $6, $7)
@@ -312,7 +312,7 @@ func (s *Store) queryEntitlements(ctx context.Context, q string, args ...any) ([
 // account's current row, or none. One short write, no lock held across the
 // authorization.
 func (s *Store) IssueCapability(ctx context.Context, c box.NewCapability, authorize func(*box.Entitlement) error) (expires time.Time, err error) {
-	for range grantAttempts {
+	for range rowAttempts {
 		ent, hinted := s.active.get(c.AccountID, c.Artifact)
 		if !hinted {
 			found, err := activeEntitlement(ctx, s.db, c.AccountID, c.Artifact, "")
