@@ -235,7 +235,7 @@ func drain(ctx context.Context, db *sqldb.DB, url string, publishers, rows, batc
 		}
 		conns = append(conns, nc)
 		opts := outbox.Options{Service: "identity", BatchSize: batch}
-		js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(5*time.Second))
+		js, err := outbox.NewJetStream(nc, opts)
 		if err != nil {
 			return Level{}, err
 		}
@@ -330,7 +330,7 @@ func streamMessages(ctx context.Context, url string, stream events.Stream) (uint
 
 func batchName(n int) string {
 	if n <= 0 {
-		return "250, the default"
+		return fmt.Sprintf("%d, the default", outbox.DefaultBatchSize)
 	}
 	return fmt.Sprint(n)
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/platformco/platform/internal/events"
@@ -26,7 +27,7 @@ func Start(ctx context.Context, db *sqldb.DB, eventsURL string, opts Options, lo
 	if err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(opts.AckTimeout))
+	js, err := NewJetStream(nc, opts)
 	if err != nil {
 		nc.Close()
 		return nil, err
@@ -102,4 +103,14 @@ func timePtr(n sql.NullTime) *time.Time {
 	}
 	t := n.Time.UTC()
 	return &t
+}
+
+// NewJetStream is the JetStream client a publisher with opts needs on nc:
+// every row of the batches in flight may be awaiting its acknowledgement at
+// once, and past the client's window PublishMsgAsync would stall and fail
+// rows.
+func NewJetStream(nc *nats.Conn, opts Options) (jetstream.JetStream, error) {
+	opts = opts.withDefaults()
+	return jetstream.New(nc, jetstream.WithPublishAsyncTimeout(opts.AckTimeout),
+		jetstream.WithPublishAsyncMaxPending(opts.InFlight*opts.BatchSize))
 }
