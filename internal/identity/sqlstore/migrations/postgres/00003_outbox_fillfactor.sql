@@ -5,7 +5,8 @@
 -- version is pruned with the page. Full pages (the default fillfactor, 100)
 -- made every claim a full update writing three index entries. Marking a row
 -- published changes outbox_pending's predicate, so it is a full update
--- either way. SQLite has no such setting.
+-- either way. The setting applies to pages filled from now on, which is
+-- where pending rows are. SQLite has no such setting.
 ALTER TABLE outbox SET (fillfactor = 50);
 
 -- +goose Down
