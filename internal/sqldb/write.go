@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"sync"
 	"sync/atomic"
 )
@@ -28,14 +29,32 @@ const maxGroup = 64
 // caller of its group and not retried: it may have taken effect (a
 // connection lost mid-commit), exactly as for a single statement.
 func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if db.group == nil {
-		// A DB not made by Open.
-		return db.Exec(ctx, query, args...)
-	}
+	return db.write(ctx, &groupWrite{ctx: ctx, query: query, args: args})
+}
+
+// WriteRow is Write for a writing statement that returns at most one row
+// (INSERT … RETURNING, or a data-modifying WITH): scan reads that row
+// inside the statement's transaction, and WriteRow returns what scan
+// returned once the transaction committed. A statement that returns no
+// row ran all the same: scan gets sql.ErrNoRows (as Row.Scan reports it),
+// which is the statement's outcome, not a failure of its group. scan may be
+// called more than once (a failed group runs its statements again, one to
+// a transaction); only the last call's outcome counts, so it must assign
+// what it reads, never accumulate.
+func (db *DB) WriteRow(ctx context.Context, scan func(*sql.Row) error, query string, args ...any) error {
+	_, err := db.write(ctx, &groupWrite{ctx: ctx, query: query, args: args, scan: scan})
+	return err
+}
+
+func (db *DB) write(ctx context.Context, w *groupWrite) (sql.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w := &groupWrite{ctx: ctx, query: query, args: args, done: make(chan struct{})}
+	if db.group == nil {
+		// A DB not made by Open.
+		return db.run(ctx, nil, w)
+	}
+	w.done = make(chan struct{})
 	g := db.group
 	g.mu.Lock()
 	g.pending = append(g.pending, w)
@@ -81,6 +100,7 @@ type groupWrite struct {
 	ctx   context.Context
 	query string
 	args  []any
+	scan  func(*sql.Row) error // nil for a statement that returns no rows
 	state atomic.Int32
 	res   sql.Result
 	err   error
@@ -150,10 +170,11 @@ func (db *DB) commitGroup(ws []*groupWrite) {
 	// that gives up while its statement runs still learns the outcome.
 	ctx := context.WithoutCancel(ws[0].ctx)
 	if len(ws) == 1 {
-		ws[0].finish(db.Exec(ctx, ws[0].query, ws[0].args...))
+		ws[0].finish(db.run(ctx, nil, ws[0]))
 		return
 	}
 	results := make([]sql.Result, len(ws))
+	outcomes := make([]error, len(ws)) // sql.ErrNoRows, for a WriteRow that matched nothing
 	tx, err := db.DB.BeginTx(ctx, nil)
 	if err != nil {
 		for _, w := range ws {
@@ -162,11 +183,9 @@ func (db *DB) commitGroup(ws []*groupWrite) {
 		return
 	}
 	for i, w := range ws {
-		q := db.Rebind(w.query)
-		if s := db.stmt(ctx, q); s != nil {
-			results[i], err = tx.StmtContext(ctx, s).ExecContext(ctx, w.args...)
-		} else {
-			results[i], err = tx.ExecContext(ctx, q, w.args...)
+		results[i], err = db.run(ctx, tx, w)
+		if w.scan != nil && errors.Is(err, sql.ErrNoRows) {
+			outcomes[i], err = err, nil
 		}
 		if err != nil {
 			// A statement failed: nothing of the group is kept; run each
@@ -178,13 +197,14 @@ func (db *DB) commitGroup(ws []*groupWrite) {
 			return
 		}
 	}
-	err = tx.Commit()
-	for i, w := range ws {
-		if err != nil {
+	if err := tx.Commit(); err != nil {
+		for _, w := range ws {
 			w.finish(nil, err)
-		} else {
-			w.finish(results[i], nil)
 		}
+		return
+	}
+	for i, w := range ws {
+		w.finish(results[i], outcomes[i])
 	}
 }
 
@@ -196,13 +216,42 @@ func (db *DB) writeAlone(w *groupWrite) (sql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := tx.ExecContext(ctx, db.Rebind(w.query), w.args...)
-	if err != nil {
+	res, err := db.run(ctx, tx, w)
+	if err != nil && !(w.scan != nil && errors.Is(err, sql.ErrNoRows)) {
 		_ = tx.Rollback()
 		return nil, err
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, err
+	if cerr := tx.Commit(); cerr != nil {
+		return nil, cerr
 	}
-	return res, nil
+	return res, err
+}
+
+// run executes w's statement in tx, or on its own when tx is nil. For a
+// WriteRow it returns what the scan returned.
+func (db *DB) run(ctx context.Context, tx *sql.Tx, w *groupWrite) (sql.Result, error) {
+	q := db.Rebind(w.query)
+	s := db.stmt(ctx, q)
+	if s != nil && tx != nil {
+		s = tx.StmtContext(ctx, s)
+	}
+	if w.scan == nil {
+		switch {
+		case s != nil:
+			return s.ExecContext(ctx, w.args...)
+		case tx != nil:
+			return tx.ExecContext(ctx, q, w.args...)
+		}
+		return db.DB.ExecContext(ctx, q, w.args...)
+	}
+	var row *sql.Row
+	switch {
+	case s != nil:
+		row = s.QueryRowContext(ctx, w.args...)
+	case tx != nil:
+		row = tx.QueryRowContext(ctx, q, w.args...)
+	default:
+		row = db.DB.QueryRowContext(ctx, q, w.args...)
+	}
+	return nil, w.scan(row)
 }

@@ -2,7 +2,9 @@ package sqldb_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -10,80 +12,128 @@ import (
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
 
-// TestWriteRace: 200 goroutines write at once, a fifth of them a duplicate
-// key (a constraint failure) or a dangling reference. Every good write is
-// committed and reported so; every bad one is reported to its own caller
-// and leaves nothing; no caller gets another's failure (SQLite commits
-// them in groups, PostgreSQL one by one).
-func TestWriteRace(t *testing.T) {
-	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
-		ctx := context.Background()
-		db := sqltest.Open(t, engine, testSchema)
-		if _, err := db.Exec(ctx, `INSERT INTO t (id) VALUES (1)`); err != nil {
-			t.Fatal(err)
+// insertOne is one of the group-committed write forms inserting row id
+// under parent with query: nil once the row is written (and, for WriteRow,
+// read back), sql.ErrNoRows when the statement wrote nothing, or the
+// statement's error.
+type insertOne func(ctx context.Context, db *sqldb.DB, query string, id int, parent any) error
+
+var insertForms = []struct {
+	name   string
+	insert insertOne
+}{
+	{"Write", func(ctx context.Context, db *sqldb.DB, query string, id int, parent any) error {
+		res, err := db.Write(ctx, query, id, parent)
+		if err != nil {
+			return err
 		}
-		const n = 200
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				id, parent := i+2, any(nil)
-				switch i % 10 {
-				case 3:
-					id = 1 // duplicate key
-				case 7:
-					parent = 100000 + i // no such row
-				}
-				res, err := db.Write(ctx, `INSERT INTO t (id, parent) VALUES ($1, $2)`, id, parent)
-				if err == nil {
-					if got, rerr := res.RowsAffected(); rerr != nil || got != 1 {
-						err = errors.New("a committed write reported no row")
-					}
-				}
-				errs[i] = err
-			}()
+		switch n, err := res.RowsAffected(); {
+		case err != nil:
+			return err
+		case n == 0:
+			return sql.ErrNoRows
+		case n != 1:
+			return fmt.Errorf("%d rows affected, want 1", n)
 		}
-		wg.Wait()
-		want := 1
-		for i, err := range errs {
-			switch i % 10 {
-			case 3:
-				if !sqldb.IsUniqueViolation(err) {
-					t.Errorf("write %d (duplicate): %v, want a unique violation", i, err)
-				}
-			case 7:
-				if !sqldb.IsForeignKeyViolation(err) {
-					t.Errorf("write %d (dangling): %v, want a foreign key violation", i, err)
-				}
-			default:
-				want++
-				if err != nil {
-					t.Errorf("write %d: %v", i, err)
-				}
-			}
+		return nil
+	}},
+	{"WriteRow", func(ctx context.Context, db *sqldb.DB, query string, id int, parent any) error {
+		got := -1
+		if err := db.WriteRow(ctx, func(r *sql.Row) error { return r.Scan(&got) }, query+` RETURNING id * 10`, id, parent); err != nil {
+			return err
 		}
-		var got int
-		if err := db.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&got); err != nil || got != want {
-			t.Fatalf("rows = %d (%v), want %d", got, err, want)
+		if got != id*10 {
+			return fmt.Errorf("read back %d, want %d", got, id*10)
 		}
-	})
+		return nil
+	}},
 }
 
-// TestWriteCancelled: a caller whose context has ended before its write
-// starts gets the context's error, and the write does not happen.
+// TestWriteRace: for each write form, 200 goroutines write at once, three
+// in ten of them a duplicate key (a constraint failure), an insert that
+// does nothing on the conflict, or a dangling reference. The writes share
+// commits on both engines. Every good write is committed and reported so
+// (a WriteRow reads back its own row); one that does nothing is told so;
+// every failure reaches only its own caller and leaves nothing.
+func TestWriteRace(t *testing.T) {
+	for _, form := range insertForms {
+		t.Run(form.name, func(t *testing.T) {
+			sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+				ctx := context.Background()
+				db := sqltest.Open(t, engine, testSchema)
+				if _, err := db.Exec(ctx, `INSERT INTO t (id) VALUES (1)`); err != nil {
+					t.Fatal(err)
+				}
+				const n = 200
+				var wg sync.WaitGroup
+				errs := make([]error, n)
+				for i := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						id, parent, query := i+2, any(nil), `INSERT INTO t (id, parent) VALUES ($1, $2)`
+						switch i % 10 {
+						case 3:
+							id = 1 // duplicate key
+						case 5:
+							id = 1 // does nothing
+							query += ` ON CONFLICT (id) DO NOTHING`
+						case 7:
+							parent = 100000 + i // no such row
+						}
+						errs[i] = form.insert(ctx, db, query, id, parent)
+					}()
+				}
+				wg.Wait()
+				want := 1
+				for i, err := range errs {
+					switch i % 10 {
+					case 3:
+						if !sqldb.IsUniqueViolation(err) {
+							t.Errorf("write %d (duplicate): %v, want a unique violation", i, err)
+						}
+					case 5:
+						if !errors.Is(err, sql.ErrNoRows) {
+							t.Errorf("write %d (does nothing): %v, want sql.ErrNoRows", i, err)
+						}
+					case 7:
+						if !sqldb.IsForeignKeyViolation(err) {
+							t.Errorf("write %d (dangling): %v, want a foreign key violation", i, err)
+						}
+					default:
+						want++
+						if err != nil {
+							t.Errorf("write %d: %v", i, err)
+						}
+					}
+				}
+				var got int
+				if err := db.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&got); err != nil || got != want {
+					t.Fatalf("rows = %d (%v), want %d", got, err, want)
+				}
+			})
+		})
+	}
+}
+
+// TestWriteCancelled: for each write form, a caller whose context has
+// ended before its write starts gets the context's error, and the write
+// does not happen.
 func TestWriteCancelled(t *testing.T) {
-	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
-		db := sqltest.Open(t, engine, testSchema)
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		if _, err := db.Write(ctx, `INSERT INTO t (id) VALUES (1)`); !errors.Is(err, context.Canceled) {
-			t.Fatalf("Write with a cancelled context = %v, want context.Canceled", err)
-		}
-		var n int
-		if err := db.QueryRow(context.Background(), `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
-			t.Fatalf("rows after a cancelled write = %d (%v), want 0", n, err)
-		}
-	})
+	for _, form := range insertForms {
+		t.Run(form.name, func(t *testing.T) {
+			sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+				db := sqltest.Open(t, engine, testSchema)
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				if err := form.insert(ctx, db, `INSERT INTO t (id, parent) VALUES ($1, $2)`, 1, nil); !errors.Is(err, context.Canceled) {
+					t.Fatalf("%s with a cancelled context = %v, want context.Canceled", form.name, err)
+				}
+				var n int
+				if err := db.QueryRow(context.Background(), `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
+					t.Fatalf("rows after a cancelled write = %d (%v), want 0", n, err)
+				}
+			})
+		})
+	}
 }

@@ -100,11 +100,19 @@ func shareLock(tx *sqldb.Tx) string {
 	return ""
 }
 
+// entitlementInto is a WriteRow scan that reads the returned entitlement
+// into e.
+func entitlementInto(e *box.Entitlement) func(*sql.Row) error {
+	return func(r *sql.Row) (err error) {
+		*e, err = scanEntitlement(r)
+		return err
+	}
+}
+
 // Grant implements box.Store.
 func (s *Store) Grant(ctx context.Context, ne box.NewEntitlement) (ent box.Entitlement, created bool, err error) {
 	if s.db.Engine == sqldb.Postgres {
-		ent, err = scanEntitlement(s.db.QueryRow(ctx, grantStatement,
-			ne.AccountID, ne.Product, ne.VersionRange, ne.Source, ne.Reference, ne.GrantedBy, sqldb.Timestamp(s.db.Now())))
+		err = s.db.WriteRow(ctx, entitlementInto(&ent), grantStatement, ne.AccountID, ne.Product, ne.VersionRange, ne.Source, ne.Reference, ne.GrantedBy, sqldb.Timestamp(s.db.Now()))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return ent, err == nil, err
 		}
@@ -119,10 +127,11 @@ func (s *Store) Grant(ctx context.Context, ne box.NewEntitlement) (ent box.Entit
 }
 
 // grantStatement is a grant on PostgreSQL in one statement, so one round
-// trip and one commit: the entitlement and its grant event are written
-// together or not at all, and when the partial unique index already holds
-// an active row the insert does nothing and no row comes back. (SQLite has
-// no data-modifying WITH; it runs grant in a transaction.)
+// trip, committed with whatever other writes are waiting (sqldb.DB.WriteRow):
+// the entitlement and its grant event are written together or not at all,
+// and when the partial unique index already holds an active row the insert
+// does nothing and no row comes back. (SQLite has no data-modifying WITH;
+// it runs grant in a transaction.)
 const grantStatement = `
 	WITH granted AS (
 		INSERT INTO entitlements (account_id, product, status, version_range, source, reference, granted_by, granted_at)
@@ -212,7 +221,7 @@ func activeEntitlement(ctx context.Context, q rowQuerier, accountID, product, lo
 // Revoke implements box.Store.
 func (s *Store) Revoke(ctx context.Context, id int64, actor string) (ent box.Entitlement, err error) {
 	if s.db.Engine == sqldb.Postgres {
-		ent, err = scanEntitlement(s.db.QueryRow(ctx, revokeStatement, id, actor, sqldb.Timestamp(s.db.Now())))
+		err = s.db.WriteRow(ctx, entitlementInto(&ent), revokeStatement, id, actor, sqldb.Timestamp(s.db.Now()))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return ent, err
 		}
