@@ -7,9 +7,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/platformco/platform/internal/gctune"
 )
 
 func main() {
+	// The collector's settings belong to the process, not to run, which
+	// tests call in-process.
+	gctune.Apply(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
