@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"fortio.org/log"
+
+	"github.com/platformco/platform/internal/identity"
 )
 
 // scenarioNames are the scenarios `--scenario all` runs, in order.
@@ -185,9 +187,10 @@ func run(ctx context.Context, cfg config) (bool, error) {
 	if p.bare, err = startBare(ctx, work, p.readBody, p.readType); err != nil {
 		return false, err
 	}
-	// Idle: after start-up and data preparation, and a rest, before any
-	// load.
-	time.Sleep(3 * time.Second)
+	// Idle: after start-up and data preparation, and a rest long enough
+	// for identity to hand back the memory the registrations' hashes took,
+	// before any load.
+	time.Sleep(identity.ReleaseAfter + 3*time.Second)
 	report := &Report{
 		Started: started.UTC(), Engine: cfg.engine, GoMaxProcs: numCPU(), Duration: cfg.duration.Seconds(),
 		Warmup: cfg.warmup.Seconds(), Levels: cfg.levels, Idle: map[string]Mem{}, Fresh: fresh,
