@@ -231,7 +231,22 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if deliveries > c.cfg.MaxAttempts {
-		c.park(ctx, msg, meta, &env, fmt.Errorf("delivered %d times without completing: the process died or lost its connection while handling it", deliveries))
+		// Deliveries count more than attempts: messages fetched ahead are
+		// redelivered when their back-off passes while they wait behind a
+		// slow one, and a lost ack brings an applied event back. Only an
+		// event that was never applied died with its handler.
+		applied, err := c.applied(ctx, env.ID)
+		switch {
+		case err != nil:
+			// Unacknowledged, it comes back once more (MaxDeliver's spare).
+			c.logger.Error("events: cannot check a redelivered event; it will be redelivered", "event_id", env.ID, "error", err.Error())
+		case applied:
+			if ackErr := msg.Ack(); ackErr != nil {
+				c.logger.Warn("events: ack failed; a redelivery will be skipped", "event_id", env.ID, "error", ackErr.Error())
+			}
+		default:
+			c.park(ctx, msg, meta, &env, fmt.Errorf("delivered %d times without completing: the process died or lost its connection while handling it", deliveries))
+		}
 		return
 	}
 
@@ -297,6 +312,13 @@ func (c *Consumer) apply(ctx context.Context, env events.Envelope) error {
 		}
 		return c.handle(ctx, tx, env)
 	})
+}
+
+// applied reports whether the event's work was committed.
+func (c *Consumer) applied(ctx context.Context, id string) (bool, error) {
+	var n int
+	err := c.db.QueryRow(ctx, `SELECT count(*) FROM consumed_events WHERE consumer = $1 AND event_id = $2`, c.cfg.Name, id).Scan(&n)
+	return n > 0, err
 }
 
 // park keeps the event with its error, alerts and terminates the message

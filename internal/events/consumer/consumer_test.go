@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,6 +278,52 @@ func TestPoisonEventParkedNextProcessed(t *testing.T) {
 			}
 			if sink.alerts() != 2 {
 				t.Errorf("%d alerts logged, want 2", sink.alerts())
+			}
+		})
+	})
+}
+
+// An event applied at its first delivery but never acknowledged comes
+// back past MaxAttempts (a lost ack, or copies fetched ahead and
+// redelivered while they waited): it is acknowledged, not parked, and no
+// alert is raised for work that was done.
+func TestAppliedEventPastAttemptsAcknowledged(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		eventstest.Each(t, func(t *testing.T, b *eventstest.Broker) {
+			db, js := ready(t, engine, b)
+			e := envelope("identity.account.updated")
+			publish(t, js, b, e, e.ID)
+
+			var calls atomic.Int32
+			h := func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
+				calls.Add(1)
+				return recordingHandler(ctx, tx, e)
+			}
+			sink := &logSink{}
+			cfg := Config{MaxAttempts: 2, Backoff: []time.Duration{30 * time.Millisecond}}
+			cfg.skipAck = func(events.Envelope) bool { return true } // every ack after the work is lost
+			run(t, newConsumer(t, db, js, b, cfg, h, sink))
+
+			eventstest.Eventually(t, 20*time.Second, "the event acknowledged", func() bool {
+				info, err := js.Consumer(context.Background(), b.Stream.Name, "test-consumer")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ci, err := info.Info(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The third delivery is past MaxAttempts.
+				return ci.Delivered.Consumer >= 3 && ci.NumAckPending == 0 && ci.NumPending == 0
+			})
+			if n := applications(t, db, e.ID); n != 1 || calls.Load() != 1 {
+				t.Errorf("applied %d times by %d handler runs, want once", n, calls.Load())
+			}
+			if n := count(t, db, `SELECT count(*) FROM parked_events`); n != 0 {
+				t.Errorf("%d events parked, want none", n)
+			}
+			if sink.alerts() != 0 {
+				t.Errorf("%d alerts logged, want none", sink.alerts())
 			}
 		})
 	})
