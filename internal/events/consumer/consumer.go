@@ -241,9 +241,7 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) {
 			// Unacknowledged, it comes back once more (MaxDeliver's spare).
 			c.logger.Error("events: cannot check a redelivered event; it will be redelivered", "event_id", env.ID, "error", err.Error())
 		case applied:
-			if ackErr := msg.Ack(); ackErr != nil {
-				c.logger.Warn("events: ack failed; a redelivery will be skipped", "event_id", env.ID, "error", ackErr.Error())
-			}
+			c.ack(msg, env)
 		default:
 			c.park(ctx, msg, meta, &env, fmt.Errorf("delivered %d times without completing: the process died or lost its connection while handling it", deliveries))
 		}
@@ -257,10 +255,7 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) {
 		if c.cfg.skipAck != nil && c.cfg.skipAck(env) {
 			return
 		}
-		if ackErr := msg.Ack(); ackErr != nil {
-			// The work is committed; a redelivery finds the id and skips.
-			c.logger.Warn("events: ack failed; a redelivery will be skipped", "event_id", env.ID, "error", ackErr.Error())
-		}
+		c.ack(msg, env)
 	case errors.As(err, &perm) || deliveries >= c.cfg.MaxAttempts:
 		c.park(ctx, msg, meta, &env, err)
 	default:
@@ -312,6 +307,14 @@ func (c *Consumer) apply(ctx context.Context, env events.Envelope) error {
 		}
 		return c.handle(ctx, tx, env)
 	})
+}
+
+// ack acknowledges an event whose work is committed. When the ack is lost,
+// a redelivery finds the id and skips.
+func (c *Consumer) ack(msg jetstream.Msg, env events.Envelope) {
+	if err := msg.Ack(); err != nil {
+		c.logger.Warn("events: ack failed; a redelivery will be skipped", "event_id", env.ID, "error", err.Error())
+	}
 }
 
 // applied reports whether the event's work was committed.

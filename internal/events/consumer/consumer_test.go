@@ -131,6 +131,20 @@ func count(t *testing.T, db *sqldb.DB, q string, args ...any) int {
 	return n
 }
 
+// consumerInfo is the server's view of the test consumer.
+func consumerInfo(t *testing.T, js jetstream.JetStream, b *eventstest.Broker) *jetstream.ConsumerInfo {
+	t.Helper()
+	c, err := js.Consumer(context.Background(), b.Stream.Name, "test-consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := c.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ci
+}
+
 func run(t *testing.T, c *Consumer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -200,14 +214,7 @@ func TestDuplicatesAppliedOnce(t *testing.T) {
 			// The lost ack's redelivery comes after the back-off; wait until the
 			// server has no delivery of it outstanding.
 			eventstest.Eventually(t, 20*time.Second, "nothing pending", func() bool {
-				info, err := js.Consumer(context.Background(), b.Stream.Name, "test-consumer")
-				if err != nil {
-					t.Fatal(err)
-				}
-				ci, err := info.Info(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
+				ci := consumerInfo(t, js, b)
 				return ci.NumAckPending == 0 && ci.NumPending == 0 && ci.NumRedelivered == 0
 			})
 			for _, e := range []events.Envelope{dup, lostAck, last} {
@@ -305,14 +312,7 @@ func TestAppliedEventPastAttemptsAcknowledged(t *testing.T) {
 			run(t, newConsumer(t, db, js, b, cfg, h, sink))
 
 			eventstest.Eventually(t, 20*time.Second, "the event acknowledged", func() bool {
-				info, err := js.Consumer(context.Background(), b.Stream.Name, "test-consumer")
-				if err != nil {
-					t.Fatal(err)
-				}
-				ci, err := info.Info(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
+				ci := consumerInfo(t, js, b)
 				// The third delivery is past MaxAttempts.
 				return ci.Delivered.Consumer >= 3 && ci.NumAckPending == 0 && ci.NumPending == 0
 			})
