@@ -52,6 +52,8 @@ type DB struct {
 	stmts *stmtCache
 	// group queues single-statement writes (see Write).
 	group *writeGroup
+	// ckpt checkpoints SQLite's write-ahead log (see checkpointer).
+	ckpt *checkpointer
 }
 
 // ParseURL maps DATABASE_URL to an engine and a driver data source name.
@@ -76,7 +78,8 @@ func ParseURL(raw string) (Engine, string, error) {
 }
 
 // sqliteDSN turns on WAL, foreign keys, in-memory temporary storage and a
-// busy timeout for every connection, and makes every transaction take the
+// busy timeout for every connection, leaves checkpoints to the DB's
+// checkpointer (see checkpointer), and makes every transaction take the
 // write lock when it begins:
 // a deferred transaction that reads and then writes can fail with SQLITE_BUSY
 // without waiting, because SQLite cannot upgrade its lock while another writer
@@ -87,6 +90,7 @@ func sqliteDSN(path string) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", autocheckpointPages))
 	// Statement journals and sorts in memory rather than in temporary
 	// files: a multi-row UPDATE otherwise writes one per statement.
 	q.Add("_pragma", "temp_store(MEMORY)")
@@ -137,6 +141,9 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	if err := pool.PingContext(pingCtx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("connect to %s: %w", engine, err)
+	}
+	if engine == SQLite {
+		db.startCheckpointer()
 	}
 	return db, nil
 }
@@ -224,7 +231,7 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 	if db.writer != nil {
 		select {
 		case db.writer <- struct{}{}:
-			defer func() { <-db.writer }()
+			defer db.releaseWriter()
 		case <-ctx.Done():
 			return ctx.Err()
 		}

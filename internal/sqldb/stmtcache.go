@@ -60,6 +60,7 @@ func (db *DB) stmt(ctx context.Context, query string) *sql.Stmt {
 
 // Close closes the cached statements, then the pool.
 func (db *DB) Close() error {
+	db.stopCheckpointer()
 	if c := db.stmts; c != nil {
 		c.mu.Lock()
 		for q, s := range c.stmts {

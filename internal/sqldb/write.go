@@ -164,7 +164,7 @@ func (db *DB) leadGroups(own *groupWrite) {
 func (db *DB) commitGroup(ws []*groupWrite) {
 	if db.writer != nil {
 		db.writer <- struct{}{}
-		defer func() { <-db.writer }()
+		defer db.releaseWriter()
 	}
 	// The group's transaction outlives any one caller's context: a caller
 	// that gives up while its statement runs still learns the outcome.
