@@ -16,7 +16,7 @@ import (
 // which takes no write lock, so writers go on appending while it copies.
 // BenchmarkWrite on SQLite (32 writers): 14,500–15,200 rows/s before,
 // 26,300–30,800 after; the bench's artifact checks at 32 clients: p99
-// 24–25 ms before, 17–22 ms after.
+// 24–25 ms before, 19–22 ms after.
 const (
 	// autocheckpointPages is the log size, in pages (4 KiB), at which a
 	// committing connection checkpoints anyway.

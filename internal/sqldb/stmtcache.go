@@ -58,7 +58,8 @@ func (db *DB) stmt(ctx context.Context, query string) *sql.Stmt {
 	return prepared
 }
 
-// Close closes the cached statements, then the pool.
+// Close stops the checkpointer, then closes the cached statements and the
+// pool.
 func (db *DB) Close() error {
 	db.stopCheckpointer()
 	if c := db.stmts; c != nil {
