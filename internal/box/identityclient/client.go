@@ -48,12 +48,16 @@ func New(baseURL string, timeout time.Duration, logger *slog.Logger) *Client {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	// Every box request makes one identity call, so the idle pool must
+	// cover box's peak concurrency: past MaxIdleConnsPerHost a finished
+	// call closes its connection and the next one dials again. With 64,
+	// 128 concurrent artifact checks fell below the rate of 32.
 	transport := &http.Transport{
 		Proxy:                  http.ProxyFromEnvironment,
 		DialContext:            (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           256,
-		MaxIdleConnsPerHost:    64,
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    256,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    timeout,
 		ResponseHeaderTimeout:  timeout,
