@@ -121,8 +121,10 @@ type Capability struct {
 	ExpiresAt    time.Time
 }
 
-// NewCapability is a capability to store: only the token's digest is kept.
+// NewCapability is a capability to store: of its token, only the selector
+// and the digest are kept.
 type NewCapability struct {
+	Selector     string
 	Digest       string
 	AccountID    string
 	Artifact     string
@@ -229,9 +231,11 @@ type Store interface {
 	// still active (reading again when it was revoked meanwhile).
 	// Errors: whatever authorize returns.
 	IssueCapability(ctx context.Context, c NewCapability, authorize func(*Entitlement) error) (expiresAt time.Time, err error)
-	// RedeemCapability consumes a capability in one conditional statement.
-	// Errors: not_found, capability_used, capability_expired.
-	RedeemCapability(ctx context.Context, digest string) (Redemption, error)
+	// RedeemCapability consumes the capability stored under selector with
+	// the token digest, in one conditional statement: a selector with
+	// another digest is not found. Errors: not_found, capability_used,
+	// capability_expired.
+	RedeemCapability(ctx context.Context, selector, digest string) (Redemption, error)
 	// CreateRelease stores a release. Errors: conflict.
 	CreateRelease(ctx context.Context, r NewRelease) (Release, error)
 	// Releases lists releases newest first.

@@ -3,9 +3,6 @@ package box
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"strconv"
@@ -17,10 +14,6 @@ import (
 
 // DefaultCapabilityTTL is how long an issued capability can be redeemed.
 const DefaultCapabilityTTL = 5 * time.Minute
-
-// capabilityPrefix marks box capability tokens so a leaked one is
-// recognisable in secret scanners.
-const capabilityPrefix = "boxcap_"
 
 // Service is box's application logic. Its methods take a Staff or a Member,
 // which only the identity checks below produce, so no operation can run
@@ -262,11 +255,11 @@ func (s *Service) FetchArtifact(ctx context.Context, m Member, in FetchInput) (C
 	if err := p.err(); err != nil {
 		return Capability{}, err
 	}
-	token, digest, err := s.newToken()
+	token, selector, err := newCapabilityToken(s.random)
 	if err != nil {
 		return Capability{}, err
 	}
-	nc := NewCapability{Digest: digest, AccountID: m.accountID, Artifact: artifact, VersionRange: rangeText, TTL: s.capabilityTTL}
+	nc := NewCapability{Selector: selector, Digest: TokenDigest(token), AccountID: m.accountID, Artifact: artifact, VersionRange: rangeText, TTL: s.capabilityTTL}
 	expires, err := s.store.IssueCapability(ctx, nc, func(e *Entitlement) error {
 		return Authorize(artifact, requested, e)
 	})
@@ -274,22 +267,6 @@ func (s *Service) FetchArtifact(ctx context.Context, m Member, in FetchInput) (C
 		return Capability{}, err
 	}
 	return Capability{Token: token, AccountID: m.accountID, Artifact: artifact, VersionRange: rangeText, ExpiresAt: expires}, nil
-}
-
-func (s *Service) newToken() (token, digest string, err error) {
-	b := make([]byte, 32)
-	if _, err := io.ReadFull(s.random, b); err != nil {
-		return "", "", fmt.Errorf("capability token: %w", err)
-	}
-	token = capabilityPrefix + base64.RawURLEncoding.EncodeToString(b)
-	return token, TokenDigest(token), nil
-}
-
-// TokenDigest is what the store keeps of a capability token: its SHA-256,
-// hex-encoded. The token has 256 random bits, so a fast hash is enough.
-func TokenDigest(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
 }
 
 // Redeem consumes a capability token. It needs no caller identity: the
@@ -301,7 +278,11 @@ func (s *Service) Redeem(ctx context.Context, token *string) (Redemption, error)
 		p.add("token", "required", "is required")
 		return Redemption{}, p.err()
 	}
-	return s.store.RedeemCapability(ctx, TokenDigest(*token))
+	selector, ok := capabilitySelector(*token)
+	if !ok {
+		return Redemption{}, errs.New(CodeNotFound, MsgNotFound)
+	}
+	return s.store.RedeemCapability(ctx, selector, TokenDigest(*token))
 }
 
 // ReleaseInput is the body of a release publication.

@@ -370,7 +370,7 @@ func oaRoutes(entitlementID int64) []oaRoute {
 		{"POST", acct + "/approvals", buyerToken, `{"release_id":1}`},
 		{"POST", acct + "/claims", buyerToken, ""},
 		{"GET", acct + "/audit-events", buyerToken, ""},
-		{"POST", "/v1/capabilities/redeem", "", `{"token":"boxcap_x"}`},
+		{"POST", "/v1/capabilities/redeem", "", `{"token":"boxcap_` + strings.Repeat("A", 64) + `"}`},
 	}
 }
 
@@ -403,7 +403,7 @@ func TestOpenAPIWrapperCatchesDrift(t *testing.T) {
 		{"ProblemJSONInsteadOfEnvelope", grants, 401, map[string]string{"Cache-Control": "no-store"}, `{"type":"about:blank","status":401,"title":"Unauthorized","detail":"x","code":"unauthenticated"}`, "missing property 'error'"},
 		{"ErrorWithoutNoStore", grants, 401, map[string]string{"Cache-Control": ""}, `{"error":{"code":"unauthenticated","message":"valid bearer token required"}}`, "Cache-Control"},
 		{"CapabilityWithoutNoStore", "POST /v1/accounts/" + account + "/artifact_fetches", 201, nil,
-			`{"capability":{"token":"boxcap_` + strings.Repeat("A", 43) + `","account_id":"` + account + `","artifact":"kit","version_range":null,"expires_at":"2026-01-02T03:04:05Z"}}`, "Cache-Control"},
+			`{"capability":{"token":"boxcap_` + strings.Repeat("A", 64) + `","account_id":"` + account + `","artifact":"kit","version_range":null,"expires_at":"2026-01-02T03:04:05Z"}}`, "Cache-Control"},
 		{"UndeclaredContentType", grants, 200, map[string]string{"Content-Type": "text/plain"}, "hello", "text/plain"},
 		{"UnmatchedStatus", "GET /nope", 418, nil, `{}`, "x-unmatched-responses"},
 	} {

@@ -341,9 +341,9 @@ func (s *Store) IssueCapability(ctx context.Context, c box.NewCapability, author
 		now := sqldb.Timestamp(s.db.Now())
 		expires = sqldb.Timestamp(now.Add(c.TTL))
 		res, err := s.db.Write(ctx, `
-			INSERT INTO capabilities (token_digest, entitlement_id, account_id, artifact, version_range, created_at, expires_at)
-			SELECT $1, id, $3, $4, $5, $6, $7 FROM entitlements WHERE id = $2 AND status = 'active'`,
-			c.Digest, ent.ID, c.AccountID, c.Artifact, c.VersionRange, now, expires)
+			INSERT INTO capabilities (selector, token_digest, entitlement_id, account_id, artifact, version_range, created_at, expires_at)
+			SELECT $1, $2, id, $4, $5, $6, $7, $8 FROM entitlements WHERE id = $3 AND status = 'active'`,
+			c.Selector, c.Digest, ent.ID, c.AccountID, c.Artifact, c.VersionRange, now, expires)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("insert capability: %w", err)
 		}
@@ -362,15 +362,16 @@ func (s *Store) IssueCapability(ctx context.Context, c box.NewCapability, author
 // decision: it consumes the capability only while it is unredeemed,
 // unexpired and its entitlement is still active, so of any number
 // of concurrent redemptions exactly one matches. The read that follows a
-// miss only explains it.
-func (s *Store) RedeemCapability(ctx context.Context, digest string) (red box.Redemption, err error) {
+// miss only explains it; it too needs the digest, so a selector alone
+// learns nothing.
+func (s *Store) RedeemCapability(ctx context.Context, selector, digest string) (red box.Redemption, err error) {
 	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		err := tx.QueryRow(ctx, `
-			UPDATE capabilities SET redeemed_at = $2
-			WHERE token_digest = $1 AND redeemed_at IS NULL AND expires_at > $2
+			UPDATE capabilities SET redeemed_at = $3
+			WHERE selector = $1 AND token_digest = $2 AND redeemed_at IS NULL AND expires_at > $3
 			  AND EXISTS (SELECT 1 FROM entitlements e
 			              WHERE e.id = capabilities.entitlement_id AND e.status = 'active')
-			RETURNING account_id, artifact, version_range`, digest, tx.Now).
+			RETURNING account_id, artifact, version_range`, selector, digest, tx.Now).
 			Scan(&red.AccountID, &red.Artifact, &red.VersionRange)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -381,7 +382,7 @@ func (s *Store) RedeemCapability(ctx context.Context, digest string) (red box.Re
 		err = tx.QueryRow(ctx, `
 			SELECT c.redeemed_at, c.expires_at, e.status
 			FROM capabilities c JOIN entitlements e ON e.id = c.entitlement_id
-			WHERE c.token_digest = $1`, digest).Scan(&redeemed, (*timeValue)(&expiresAt), &status)
+			WHERE c.selector = $1 AND c.token_digest = $2`, selector, digest).Scan(&redeemed, (*timeValue)(&expiresAt), &status)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return errs.New(box.CodeNotFound, box.MsgNotFound)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/errs"
@@ -226,12 +227,22 @@ func TestAuditTrailRefusesTampering(t *testing.T) {
 // engines (sqldb classifies SQLite's trigger-coded RESTRICT refusal).
 func isRestricted(err error) bool { return sqldb.IsForeignKeyViolation(err) }
 
+// selectorOf names a test capability's selector after its digest; the
+// service mints real ones (box/capability.go).
+func selectorOf(digest string) string {
+	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(digest)).String()
+}
+
 func issue(t *testing.T, s *sqlstore.Store, digest, product string, ttl time.Duration) error {
 	t.Helper()
 	_, err := s.IssueCapability(context.Background(), box.NewCapability{
-		Digest: digest, AccountID: account, Artifact: product, TTL: ttl,
+		Selector: selectorOf(digest), Digest: digest, AccountID: account, Artifact: product, TTL: ttl,
 	}, func(e *box.Entitlement) error { return box.Authorize(product, semver.Any(), e) })
 	return err
+}
+
+func redeem(s *sqlstore.Store, digest string) (box.Redemption, error) {
+	return s.RedeemCapability(context.Background(), selectorOf(digest), digest)
 }
 
 func TestCapabilities(t *testing.T) {
@@ -246,14 +257,17 @@ func TestCapabilities(t *testing.T) {
 		if err := issue(t, s, "d1", box.ProductKit, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		red, err := s.RedeemCapability(ctx, "d1")
+		if _, err := s.RedeemCapability(ctx, selectorOf("d1"), "forged"); errs.Code(err) != box.CodeNotFound {
+			t.Errorf("redeem with the selector and another digest: %v, want not_found", err)
+		}
+		red, err := redeem(s, "d1")
 		if err != nil || red.AccountID != account || red.Artifact != box.ProductKit || red.VersionRange != nil {
 			t.Fatalf("redeem = %+v, %v", red, err)
 		}
-		if _, err := s.RedeemCapability(ctx, "d1"); errs.Code(err) != box.CodeCapabilityUsed {
+		if _, err := redeem(s, "d1"); errs.Code(err) != box.CodeCapabilityUsed {
 			t.Errorf("second redeem: %v, want capability_used", err)
 		}
-		if _, err := s.RedeemCapability(ctx, "nope"); errs.Code(err) != box.CodeNotFound {
+		if _, err := redeem(s, "nope"); errs.Code(err) != box.CodeNotFound {
 			t.Errorf("unknown redeem: %v, want not_found", err)
 		}
 
@@ -262,7 +276,7 @@ func TestCapabilities(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Now = func() time.Time { return time.Now().Add(2 * time.Minute) }
-		if _, err := s.RedeemCapability(ctx, "d2"); errs.Code(err) != box.CodeCapabilityExpired {
+		if _, err := redeem(s, "d2"); errs.Code(err) != box.CodeCapabilityExpired {
 			t.Errorf("expired redeem: %v, want capability_expired", err)
 		}
 		db.Now = time.Now
@@ -278,7 +292,7 @@ func TestCapabilities(t *testing.T) {
 			t.Errorf("revoke touched the capability row: outstanding = %d, want 1", got)
 		}
 		grant(t, s, box.ProductKit, nil)
-		if _, err := s.RedeemCapability(ctx, "d3"); errs.Code(err) != box.CodeCapabilityExpired {
+		if _, err := redeem(s, "d3"); errs.Code(err) != box.CodeCapabilityExpired {
 			t.Errorf("redeem after revoke: %v, want capability_expired", err)
 		}
 	})
@@ -299,7 +313,7 @@ func TestRedeemRechecksEntitlement(t *testing.T) {
 			e.ID, sqldb.Timestamp(time.Now())); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.RedeemCapability(ctx, "d"); errs.Code(err) != box.CodeCapabilityExpired {
+		if _, err := redeem(s, "d"); errs.Code(err) != box.CodeCapabilityExpired {
 			t.Errorf("redeem: %v, want capability_expired", err)
 		}
 		if got := count(t, db, `SELECT count(*) FROM capabilities WHERE redeemed_at IS NOT NULL`); got != 0 {
@@ -327,7 +341,7 @@ func TestIssueAfterRegrantUsesTheCurrentRow(t *testing.T) {
 		}
 		second := grant(t, s, box.ProductKit, nil)
 		var seen []int64
-		_, err := s.IssueCapability(ctx, box.NewCapability{Digest: "after", AccountID: account, Artifact: box.ProductKit, TTL: time.Minute},
+		_, err := s.IssueCapability(ctx, box.NewCapability{Selector: selectorOf("after"), Digest: "after", AccountID: account, Artifact: box.ProductKit, TTL: time.Minute},
 			func(e *box.Entitlement) error {
 				if e != nil {
 					seen = append(seen, e.ID)
@@ -390,7 +404,7 @@ func TestIssueRacesRevoke(t *testing.T) {
 			if err := db.QueryRow(ctx, `SELECT entitlement_id FROM capabilities WHERE token_digest = $1`, digest).Scan(&entID); err != nil {
 				t.Fatalf("%s: %v", digest, err)
 			}
-			_, err := s.RedeemCapability(ctx, digest)
+			_, err := redeem(s, digest)
 			if entID != first.ID {
 				t.Errorf("%s stored against entitlement %d, want %d (the only one active before the new grant)", digest, entID, first.ID)
 			}
@@ -416,7 +430,7 @@ func TestConcurrentRedemptions(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := s.RedeemCapability(context.Background(), "race")
+				_, err := redeem(s, "race")
 				mu.Lock()
 				defer mu.Unlock()
 				switch errs.Code(err) {
