@@ -1,8 +1,11 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +156,91 @@ func TestSubjectKinds(t *testing.T) {
 		err := tt.kind.Check(tt.subject)
 		if got := err == nil; got != tt.ok {
 			t.Errorf("%s.Check(%q): got %v, want ok=%v", tt.kind, tt.subject, err, tt.ok)
+		}
+	}
+}
+
+// TestMarshalMatchesEncodingJSON: the hand-appended encoding writes the
+// bytes encoding/json writes (each attribute marshalled on its own, data
+// compacted, which was MarshalJSON's own code before), whatever the strings
+// hold: escapes, HTML characters, non-ASCII, invalid UTF-8.
+func TestMarshalMatchesEncodingJSON(t *testing.T) {
+	reference := func(e Envelope) []byte {
+		var b bytes.Buffer
+		b.WriteByte('{')
+		for i, v := range []string{e.SpecVersion, e.ID, e.Type, e.Source, e.Subject, FormatTime(e.Time)} {
+			s, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%q:%s", attributes[i], s)
+		}
+		b.WriteString(`,"data":`)
+		if err := json.Compact(&b, e.Data); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteByte('}')
+		return b.Bytes()
+	}
+	at := time.Date(2026, 11, 24, 6, 30, 1, 123456000, time.FixedZone("X", -7200))
+	subjects := []string{
+		"0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f405162", "platform", "sub_01HZX", `quote"back\slash`,
+		"<script>&amp;", "café", "line\u2028sep", "tab\tnew\nline\x01", "\xffbad", "del\x7f", "",
+	}
+	for _, subject := range subjects {
+		e := Envelope{SpecVersion: SpecVersion, ID: "0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f405162", Type: "identity.user.created",
+			Source: "identity", Subject: subject, Time: at, Data: json.RawMessage(" {\"email\" : \"a<b>@c.co\",\n \"n\": [1, 2]} ")}
+		got, err := e.MarshalJSON()
+		if err != nil {
+			t.Fatalf("subject %q: %v", subject, err)
+		}
+		if want := reference(e); !bytes.Equal(got, want) {
+			t.Errorf("subject %q:\n got %s\nwant %s", subject, got, want)
+		}
+	}
+}
+
+func TestMarshalRefusesInvalidData(t *testing.T) {
+	for _, data := range []string{``, `  `, `[1]`, `{"a":`, `{"a":1} {}`, `{"a":1}x`} {
+		e := Envelope{SpecVersion: SpecVersion, ID: "0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f405162", Type: "identity.user.created",
+			Source: "identity", Subject: "x", Time: time.Now(), Data: json.RawMessage(data)}
+		var ee *EnvelopeError
+		if _, err := e.MarshalJSON(); !errors.As(err, &ee) || ee.Attribute != "data" {
+			t.Errorf("data %q: got %v, want an error on data", data, err)
+		}
+	}
+}
+
+func TestIsUUID(t *testing.T) {
+	pattern := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	for _, s := range []string{
+		"0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f405162", "0B7E2A4C-6F1D-4C5E-9A8B-1D2E3F405162", "0b7e2a4c6f1d4c5e9a8b1d2e3f405162",
+		"{0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f405162}", "urn:uuid:0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f405162", "0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f40516",
+		"0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f4051620", "0b7e2a4c-6f1d-4c5e-9a8b_1d2e3f405162", "0b7e2a4c-6f1d-4c5e-9a8g-1d2e3f405162",
+		"0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f40516\n", "", "------------------------------------",
+	} {
+		if got, want := IsUUID(s), pattern.MatchString(s); got != want {
+			t.Errorf("IsUUID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// BenchmarkMarshalJSON is the envelope encoding every outbox row goes
+// through on its way to the broker.
+func BenchmarkMarshalJSON(b *testing.B) {
+	e := Envelope{SpecVersion: SpecVersion, ID: "0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f405162", Type: "identity.user.created",
+		Source: "identity", Subject: "5c8d1f3e-0a2b-4c1d-8e9f-1a2b3c4d5e6f", Time: time.Now(),
+		Data: json.RawMessage(`{"email": "user1@bench.example.com", "user_id": "5c8d1f3e-0a2b-4c1d-8e9f-1a2b3c4d5e6f"}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := e.Validate(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.MarshalJSON(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
