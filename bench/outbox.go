@@ -48,11 +48,15 @@ func (b *bench) outbox(ctx context.Context) (*Scenario, error) {
 	}
 	stream := events.Stream{}.WithDefaults()
 
-	rate, published, err := rawPublish(ctx, srv.URL(), stream, b.cfg.warmup, b.cfg.duration)
+	// The baseline is measured before the drains and again after them, and
+	// their mean is the ratio's denominator. The server stores more slowly
+	// as its stream grows (in four runs, 156,000–164,000/s into the
+	// empty stream, 126,000–135,000/s after the drains), and the drains run
+	// between the two.
+	before, published, err := rawPublish(ctx, srv.URL(), stream, b.cfg.warmup, b.cfg.duration)
 	if err != nil {
 		return nil, err
 	}
-	s.BaselineRate = rate
 
 	// A short drain first, so stream creation and first connections are
 	// not in the measured runs.
@@ -68,6 +72,13 @@ func (b *bench) outbox(ctx context.Context) (*Scenario, error) {
 		published += int64(b.cfg.outboxRows)
 		s.Levels = append(s.Levels, lv)
 	}
+	after, n, err := rawPublish(ctx, srv.URL(), stream, b.cfg.warmup, b.cfg.duration)
+	if err != nil {
+		return nil, err
+	}
+	published += n
+	rate := (before + after) / 2
+	s.BaselineRate = rate
 	one, two := s.Levels[0].RPS, s.Levels[1].RPS
 	s.Ratio = one / rate
 	s.target("one publisher ≥ 30% of baseline", pct(s.Ratio), s.Ratio >= 0.3)
@@ -84,7 +95,8 @@ func (b *bench) outbox(ctx context.Context) (*Scenario, error) {
 	}
 	s.target("every row delivered once (stream messages = rows + baseline messages)", fmt.Sprintf("%d of %d", msgs, published), msgs == uint64(published))
 	s.Notes = append(s.Notes, fmt.Sprintf("%d rows per run, publishers with identity's options (batch %s), each on its own connection; latency columns do not apply", b.cfg.outboxRows, batchName(b.cfg.outboxBatch)),
-		"in-process: the embedded NATS server, the publishers and the database client share the harness's process")
+		"in-process: the embedded NATS server, the publishers and the database client share the harness's process",
+		fmt.Sprintf("baseline: the mean of raw publishing before the drains (%.0f/s) and after them (%.0f/s)", before, after))
 	return s, nil
 }
 
