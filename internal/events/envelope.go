@@ -88,9 +88,9 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 		return nil, envErr("data", "must be a JSON object")
 	}
 	// Every outbox row is encoded here on its way to the broker, so the
-	// attributes are appended to one buffer (see appendString) rather than
-	// each marshalled and formatted on its own.
-	// The attribute names, quotes and a time take under 128 bytes.
+	// attributes are appended (see appendString) to one buffer sized for
+	// the whole encoding (names, quotes and a time take under 128 bytes),
+	// rather than each marshalled and formatted on its own.
 	b := make([]byte, 0, 128+len(e.ID)+len(e.Type)+len(e.Source)+len(e.Subject)+len(e.Data))
 	b = append(b, '{')
 	for i, v := range [...]string{e.SpecVersion, e.ID, e.Type, e.Source, e.Subject} {
