@@ -22,9 +22,13 @@ func TestNATSOutageAndPublisherKill(t *testing.T) {
 	s := newStack(t, startPostgres(t), stackOptions{identity: e2e.Env{"EVENTS_URL": nats.natsURL()}})
 	buyer := s.register(t, "buyer@example.com")
 	run := uniq()
+	// The load outlives restarts of identity, which replace s.identity
+	// (on the same port), so it keeps the address rather than read the
+	// field while a restart writes it.
+	identityURL := s.identity.URL
 	load := func() *loadRun {
 		return startLoad(4, func(w, i int) (int, string, error) {
-			status, body, err := send("POST", s.identity.URL+"/v1/accounts", buyer.token, map[string]any{"name": fmt.Sprintf("events %s %d %d %d", run, w, i, time.Now().UnixNano())})
+			status, body, err := send("POST", identityURL+"/v1/accounts", buyer.token, map[string]any{"name": fmt.Sprintf("events %s %d %d %d", run, w, i, time.Now().UnixNano())})
 			id, _ := body["id"].(string)
 			return status, id, err
 		})

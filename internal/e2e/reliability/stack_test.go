@@ -66,7 +66,9 @@ func newStack(t *testing.T, pg *pgCluster, opts stackOptions) *stack {
 	return s
 }
 
-// restartIdentity starts identity again on its port after a stop.
+// restartIdentity starts identity again on its port after a stop. It
+// replaces s.identity: a goroutine running meanwhile keeps s.identity.URL,
+// which does not change, instead of reading the field.
 func (s *stack) restartIdentity(t *testing.T) {
 	t.Helper()
 	s.identity = e2e.StartOn(t, s.identityPort, s.identityEnv, "identity", "serve")
