@@ -53,7 +53,7 @@ func Check(fsys fs.FS, manifests []Manifest) []Disagreement {
 	declared := map[string]map[string]bool{}
 	for _, m := range manifests {
 		where := "manifest " + m.Service
-		if !serviceSegment.MatchString(m.Service) {
+		if !isSegment(m.Service, '-') {
 			add(where, "service name %q must be kebab-case", m.Service)
 		}
 		if _, dup := declared[m.Service]; dup {

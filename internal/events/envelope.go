@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -82,30 +81,54 @@ func ParseTime(s string) (time.Time, error) {
 }
 
 // MarshalJSON writes the seven attributes in their canonical order, with
-// time in UTC. A Data that is not a JSON object is an error: the platform
-// never emits any other payload.
+// time in UTC and data compacted. A Data that is not a JSON object is an
+// error: the platform never emits any other payload.
 func (e Envelope) MarshalJSON() ([]byte, error) {
-	if !isObject(e.Data) {
+	if d := bytes.TrimLeft(e.Data, " \t\r\n"); len(d) == 0 || d[0] != '{' {
 		return nil, envErr("data", "must be a JSON object")
 	}
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, v := range []string{e.SpecVersion, e.ID, e.Type, e.Source, e.Subject, FormatTime(e.Time)} {
-		s, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
+	// Every outbox row is encoded here on its way to the broker, so the
+	// attributes are appended (see appendString) to one buffer sized for
+	// the whole encoding (names, quotes and a time take under 128 bytes),
+	// rather than each marshalled and formatted on its own.
+	b := make([]byte, 0, 128+len(e.ID)+len(e.Type)+len(e.Source)+len(e.Subject)+len(e.Data))
+	b = append(b, '{')
+	for i, v := range [...]string{e.SpecVersion, e.ID, e.Type, e.Source, e.Subject} {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		fmt.Fprintf(&b, "%q:%s", attributes[i], s)
+		b = append(b, '"')
+		b = append(b, attributes[i]...)
+		b = append(b, '"', ':')
+		b = appendString(b, v)
 	}
-	b.WriteString(`,"data":`)
-	if err := json.Compact(&b, e.Data); err != nil {
+	b = append(b, `,"time":"`...)
+	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","data":`...)
+	buf := bytes.NewBuffer(b)
+	// Compact also validates: a payload that only begins like an object is
+	// refused here.
+	if err := json.Compact(buf, e.Data); err != nil {
 		return nil, envErr("data", "not valid JSON: %v", err)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// appendString appends s as encoding/json writes a string. The attributes
+// are nearly always plain ASCII (UUIDs, type names, service names), which
+// need no escaping and are copied as they are; anything else is left to
+// encoding/json, so the bytes are the same either way.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // UnmarshalJSON decodes strictly (see Decode) without validating the values.
@@ -247,11 +270,28 @@ func (e Envelope) Validate() error {
 	return nil
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
 // IsUUID reports whether s is a bare UUID in canonical lower-case form, the
-// one spelling of an identifier on the platform (no prefix, braces or URN).
-func IsUUID(s string) bool { return uuidPattern.MatchString(s) }
+// one spelling of an identifier on the platform (no prefix, braces or URN):
+// 36 characters, lower-case hex digits in groups of 8, 4, 4, 4 and 12.
+func IsUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // maxSubject bounds a subject; a third party's id longer than this is not an id.
 const maxSubject = 255
