@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -31,6 +33,8 @@ import (
 
 	"fortio.org/log"
 
+	"github.com/platformco/platform/internal/gateway"
+	"github.com/platformco/platform/internal/gctune"
 	"github.com/platformco/platform/internal/identity"
 )
 
@@ -57,9 +61,13 @@ type config struct {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "serve-bare" {
-		if err := serveBare(); err != nil {
-			fmt.Fprintln(os.Stderr, "bench serve-bare:", err)
+	if len(os.Args) > 1 && (os.Args[1] == "serve-bare" || os.Args[1] == "serve-proxy") {
+		serve := serveBare
+		if os.Args[1] == "serve-proxy" {
+			serve = serveProxy
+		}
+		if err := serve(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench %s: %v\n", os.Args[1], err)
 			os.Exit(1)
 		}
 		return
@@ -275,16 +283,52 @@ func serveBare() error {
 		return err
 	}
 	ctype := os.Getenv("BENCH_BARE_TYPE")
+	return serveUntilSignal(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", ctype)
+		_, _ = w.Write(body)
+	}))
+}
+
+// startProxy runs this harness again as the reference proxy: a bare
+// httputil.ReverseProxy in front of upstream, with the gateway's transport
+// and the services' collector settings, and nothing else (no token check,
+// rate limit, log or trace). It is what the gateway's hop costs before any
+// of the gateway's own work.
+func startProxy(ctx context.Context, dir, upstream string) (*service, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	return startService(ctx, "proxy", port, filepath.Join(dir, "proxy.log"), self,
+		map[string]string{"PORT": strconv.Itoa(port), "BENCH_PROXY_UPSTREAM": upstream}, "serve-proxy")
+}
+
+// serveProxy is the reference proxy's process.
+func serveProxy() error {
+	upstream, err := url.Parse(os.Getenv("BENCH_PROXY_UPSTREAM"))
+	if err != nil || upstream.Host == "" {
+		return fmt.Errorf("BENCH_PROXY_UPSTREAM: want an http URL, got %q", os.Getenv("BENCH_PROXY_UPSTREAM"))
+	}
+	gctune.Apply(os.Getenv) // the services' collector settings, as the gateway runs with
+	return serveUntilSignal(&httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(upstream) },
+		Transport: gateway.NewTransport(),
+	})
+}
+
+// serveUntilSignal serves h on 127.0.0.1:$PORT until SIGINT or SIGTERM.
+func serveUntilSignal(h http.Handler) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:"+os.Getenv("PORT"))
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", ctype)
-		_, _ = w.Write(body)
-	}), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -302,6 +303,16 @@ func (b *bench) auditCounts(ctx context.Context) (grants, revokes int64, err err
 // same read straight to identity.
 func (b *bench) gatewayRead(ctx context.Context) (*Scenario, error) {
 	s := &Scenario{Name: "gateway", Title: "gateway: authenticated read through the gateway", Unit: "req/s", BaselineName: "the same read straight to identity"}
+	// The reference proxy is measured against direct reads too, in its own
+	// stretches, so each run tells how much of the gap is the hop itself
+	// (net/http's server and client and the loopback) and how much is the
+	// gateway's own work.
+	proxy, err := startProxy(ctx, b.dir, b.p.identity.URL)
+	if err != nil {
+		return nil, err
+	}
+	defer proxy.stop()
+	var ref, refBase []Level
 	for _, c := range b.cfg.levels {
 		base, lv, err := b.measureAB(ctx, clients(c, b.readOp(b.p.identity.URL)), clients(c, b.readOp(b.p.gateway.URL)))
 		if err != nil {
@@ -309,6 +320,11 @@ func (b *bench) gatewayRead(ctx context.Context) (*Scenario, error) {
 		}
 		s.Baseline = append(s.Baseline, base)
 		s.Levels = append(s.Levels, lv)
+		base, lv, err = b.measureAB(ctx, clients(c, b.readOp(b.p.identity.URL)), clients(c, b.readOp(proxy.URL)))
+		if err != nil {
+			return nil, err
+		}
+		refBase, ref = append(refBase, base), append(ref, lv)
 	}
 	s.Ratio = peak(s.Levels) / peak(s.Baseline)
 	s.target("≥ 60% of direct throughput", pct(s.Ratio), s.Ratio >= 0.6)
@@ -318,6 +334,12 @@ func (b *bench) gatewayRead(ctx context.Context) (*Scenario, error) {
 		s.target("p50 overhead ≤ 0.5 ms (1 client)", ms(over), over <= 0.5)
 	}
 	s.errorsTarget()
+	s.info("reference: a bare httputil.ReverseProxy with the gateway's transport, against direct reads", pct(peak(ref)/peak(refBase)))
+	perLevel := make([]string, len(ref))
+	for i, l := range ref {
+		perLevel[i] = fmt.Sprintf("%d: %.0f of %.0f req/s", l.Concurrency, l.RPS, refBase[i].RPS)
+	}
+	s.Notes = append(s.Notes, "reference proxy (no token check, rate limit or log), by clients: "+strings.Join(perLevel, ", "))
 	return s, nil
 }
 
