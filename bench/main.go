@@ -60,12 +60,22 @@ type config struct {
 	pprofBase   int
 }
 
+// selfServers are the processes the harness runs itself as (startSelf):
+// servers it measures the platform against.
+var selfServers = map[string]func() error{
+	"serve-bare":  serveBare,
+	"serve-proxy": serveProxy,
+}
+
+func firstArg() string {
+	if len(os.Args) > 1 {
+		return os.Args[1]
+	}
+	return ""
+}
+
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "serve-bare" || os.Args[1] == "serve-proxy") {
-		serve := serveBare
-		if os.Args[1] == "serve-proxy" {
-			serve = serveProxy
-		}
+	if serve, ok := selfServers[firstArg()]; ok {
 		if err := serve(); err != nil {
 			fmt.Fprintf(os.Stderr, "bench %s: %v\n", os.Args[1], err)
 			os.Exit(1)
@@ -260,20 +270,26 @@ func run(ctx context.Context, cfg config) (bool, error) {
 // startBare runs this harness again as the bare baseline server: a plain
 // net/http handler answering every request with identity's bytes.
 func startBare(ctx context.Context, dir string, body []byte, contentType string) (*service, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	bodyFile := filepath.Join(dir, "bare-body")
 	if err := os.WriteFile(bodyFile, body, 0o600); err != nil {
+		return nil, err
+	}
+	return startSelf(ctx, dir, "bare", map[string]string{"BENCH_BARE_BODY": bodyFile, "BENCH_BARE_TYPE": contentType})
+}
+
+// startSelf runs this harness again as the server "serve-"+name (see
+// selfServers) on a free loopback port, logging to dir/name.log.
+func startSelf(ctx context.Context, dir, name string, env map[string]string) (*service, error) {
+	self, err := os.Executable()
+	if err != nil {
 		return nil, err
 	}
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	return startService(ctx, "bare", port, filepath.Join(dir, "bare.log"), self,
-		map[string]string{"PORT": strconv.Itoa(port), "BENCH_BARE_BODY": bodyFile, "BENCH_BARE_TYPE": contentType}, "serve-bare")
+	env["PORT"] = strconv.Itoa(port)
+	return startService(ctx, name, port, filepath.Join(dir, name+".log"), self, env, "serve-"+name)
 }
 
 // serveBare is the baseline server's process.
@@ -295,16 +311,7 @@ func serveBare() error {
 // rate limit, log or trace). It is what the gateway's hop costs before any
 // of the gateway's own work.
 func startProxy(ctx context.Context, dir, upstream string) (*service, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	return startService(ctx, "proxy", port, filepath.Join(dir, "proxy.log"), self,
-		map[string]string{"PORT": strconv.Itoa(port), "BENCH_PROXY_UPSTREAM": upstream}, "serve-proxy")
+	return startSelf(ctx, dir, "proxy", map[string]string{"BENCH_PROXY_UPSTREAM": upstream})
 }
 
 // serveProxy is the reference proxy's process.
