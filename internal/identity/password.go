@@ -79,6 +79,10 @@ func NewHasher(p HashParams, concurrency int) *Hasher {
 	return h
 }
 
+// WhileServing is how many hashes may run at once while requests that do no
+// hashing are in flight: half the slots, at least one.
+func (h *Hasher) WhileServing() int { return cap(h.shared) }
+
 // Hash returns the encoded argon2id hash of password with a fresh salt.
 func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
 	salt := make([]byte, saltLen)

@@ -55,6 +55,14 @@ func TestHasherYieldsToOtherRequests(t *testing.T) {
 	}
 }
 
+func TestHasherWhileServing(t *testing.T) {
+	for _, tt := range []struct{ slots, want int }{{1, 1}, {2, 1}, {3, 1}, {4, 2}, {8, 4}} {
+		if got := NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, tt.slots).WhileServing(); got != tt.want {
+			t.Errorf("NewHasher(…, %d).WhileServing() = %d, want %d", tt.slots, got, tt.want)
+		}
+	}
+}
+
 // TestHasherReleasesMemoryWhenIdle: the last hash of a burst arms the
 // release of argon2's memory; a hash that starts meanwhile disarms it.
 func TestHasherReleasesMemoryWhenIdle(t *testing.T) {
