@@ -146,14 +146,16 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 }
 
 // only is the environment of one embedded service: the given variables,
-// plus LOG_LEVEL from the real one. Nothing else leaks in, so a
-// DATABASE_URL in the shell cannot point the quick start elsewhere.
+// plus LOG_LEVEL and GOMAXPROCS from the real one (GOMAXPROCS is the
+// process's, and identity must see that it is set to leave it alone).
+// Nothing else leaks in, so a DATABASE_URL in the shell cannot point the
+// quick start elsewhere.
 func only(env cli.Env, vars map[string]string) func(string) string {
 	return func(k string) string {
 		if v, ok := vars[k]; ok {
 			return v
 		}
-		if k == "LOG_LEVEL" {
+		if k == "LOG_LEVEL" || k == "GOMAXPROCS" {
 			return env.Getenv(k)
 		}
 		return ""
