@@ -56,6 +56,11 @@ type Hasher struct {
 	mu   sync.Mutex
 	busy int
 	idle *time.Timer
+
+	// onContention hears each change of contended as hashes start;
+	// wasContended is the last it heard. Both are guarded by mu.
+	onContention func(contended bool)
+	wasContended bool
 }
 
 // ReleaseAfter is how long hashing must be quiet before the Hasher hands
@@ -82,6 +87,16 @@ func NewHasher(p HashParams, concurrency int) *Hasher {
 // WhileServing is how many hashes may run at once while requests that do no
 // hashing are in flight: half the slots, at least one.
 func (h *Hasher) WhileServing() int { return cap(h.shared) }
+
+// OnContention registers f to hear, as a hash starts, each change between
+// hashing alone (false, as a new Hasher starts) and hashing while requests
+// that do no hashing are in flight or were a moment ago (true). Calls come
+// one at a time, in order. Register before the Hasher is used.
+func (h *Hasher) OnContention(f func(contended bool)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.onContention = f
+}
 
 // Hash returns the encoded argon2id hash of password with a fresh salt.
 func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
@@ -150,8 +165,9 @@ func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	contended := h.contended()
 	shared := false
-	if cap(h.shared) < cap(h.slots) && h.contended() {
+	if cap(h.shared) < cap(h.slots) && contended {
 		select {
 		case h.shared <- struct{}{}:
 			shared = true
@@ -164,6 +180,10 @@ func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
 	h.busy++
 	if h.idle != nil {
 		h.idle.Stop()
+	}
+	if h.onContention != nil && contended != h.wasContended {
+		h.wasContended = contended
+		h.onContention(contended)
 	}
 	h.mu.Unlock()
 	return func() {

@@ -3,7 +3,9 @@ package identity
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -60,6 +62,83 @@ func TestHasherWhileServing(t *testing.T) {
 		if got := NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, tt.slots).WhileServing(); got != tt.want {
 			t.Errorf("NewHasher(…, %d).WhileServing() = %d, want %d", tt.slots, got, tt.want)
 		}
+	}
+}
+
+// TestHasherOnContention: the hook hears each change between hashing
+// alone and hashing beside other requests, once, as the hash starts.
+func TestHasherOnContention(t *testing.T) {
+	h := NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, 4)
+	var heard []bool
+	h.OnContention(func(c bool) { heard = append(heard, c) })
+	hash := func() {
+		t.Helper()
+		if _, err := h.Hash(context.Background(), "password"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hash() // alone, as the Hasher started: nothing changes
+	done := h.Serving()
+	hash()
+	hash()
+	done()
+	hash() // the other request ended a moment ago: still contended
+	h.lastServed.Store(time.Now().Add(-servedRecently).UnixNano())
+	hash()
+	hash()
+	if want := []bool{true, false}; !slices.Equal(heard, want) {
+		t.Fatalf("heard %v, want %v", heard, want)
+	}
+}
+
+// TestHasherOnContentionRace: hashes starting on many goroutines while
+// other requests come and go; the calls never overlap, each is a change,
+// and the last names the state the Hasher ends in.
+func TestHasherOnContentionRace(t *testing.T) {
+	h := NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, 4)
+	var (
+		heard  []bool
+		inside atomic.Int32
+	)
+	h.OnContention(func(c bool) {
+		if inside.Add(1) != 1 {
+			t.Error("OnContention calls overlap")
+		}
+		heard = append(heard, c)
+		inside.Add(-1)
+	})
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			for j := range 20 {
+				if (i+j)%3 == 0 {
+					done := h.Serving()
+					done()
+				} else if (i+j)%3 == 1 {
+					h.lastServed.Store(0)
+				}
+				if _, err := h.Hash(context.Background(), "password"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	last := false
+	for i, c := range heard {
+		if c == last {
+			t.Fatalf("call %d repeats %v: %v", i, c, heard)
+		}
+		last = c
+	}
+	if last != h.wasContended {
+		t.Fatalf("last heard %v, Hasher ends with contended = %v", last, h.wasContended)
+	}
+	if len(heard) == 0 {
+		t.Fatal("no change heard: the race exercised nothing")
 	}
 }
 

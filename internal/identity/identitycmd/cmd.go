@@ -42,8 +42,8 @@ type Config struct {
 	// DebugAddr (DEBUG_ADDR, loopback only) serves the profiling endpoints.
 	DebugAddr string
 	// HashingProcs raises GOMAXPROCS by the hashes that may run while
-	// requests are served (see reserveHashingProcs). LoadConfig sets it
-	// unless the environment sets GOMAXPROCS.
+	// requests are served, for as long as they do (see hashingProcs).
+	// LoadConfig sets it unless the environment sets GOMAXPROCS.
 	HashingProcs bool
 }
 
@@ -196,7 +196,7 @@ func newService(ctx context.Context, cfg Config, db *sqldb.DB) (*identity.Servic
 	}
 	hasher := identity.NewHasher(identity.DefaultHashParams, cmp.Or(cfg.HashConcurrency, startProcs))
 	if cfg.HashingProcs {
-		reserveHashingProcs(hasher.WhileServing())
+		hasher.OnContention(func(contended bool) { hashingProcs(contended, hasher.WhileServing()) })
 	}
 	svc := identity.NewService(store, hasher, ring, identity.Options{
 		Issuer:           cfg.Issuer,

@@ -27,12 +27,16 @@ func TestHashingProcsFollowsGOMAXPROCS(t *testing.T) {
 	}
 }
 
-func TestReserveHashingProcs(t *testing.T) {
+func TestHashingProcs(t *testing.T) {
 	t.Cleanup(func() { runtime.GOMAXPROCS(startProcs) })
 	for range 2 { // a second identity in the process sets the same, not one more
-		reserveHashingProcs(1)
+		hashingProcs(true, 1)
 		if got := runtime.GOMAXPROCS(0); got != startProcs+1 {
-			t.Fatalf("GOMAXPROCS = %d, want %d (%d at start, one hash while serving)", got, startProcs+1, startProcs)
+			t.Fatalf("contended: GOMAXPROCS = %d, want %d (%d at start, one hash while serving)", got, startProcs+1, startProcs)
+		}
+		hashingProcs(false, 1)
+		if got := runtime.GOMAXPROCS(0); got != startProcs {
+			t.Fatalf("alone: GOMAXPROCS = %d, want %d, as at start", got, startProcs)
 		}
 	}
 }
