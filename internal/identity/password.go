@@ -88,10 +88,11 @@ func NewHasher(p HashParams, concurrency int) *Hasher {
 // hashing are in flight: half the slots, at least one.
 func (h *Hasher) WhileServing() int { return cap(h.shared) }
 
-// OnContention registers f to hear, as a hash starts, each change between
-// hashing alone (false, as a new Hasher starts) and hashing while requests
-// that do no hashing are in flight or were a moment ago (true). Calls come
-// one at a time, in order. Register before the Hasher is used.
+// OnContention registers f to hear each change between hashing alone
+// (false, as a new Hasher starts) and hashing while requests that do no
+// hashing are in flight or were a moment ago (true): as a hash starts, and
+// false once hashing has been quiet for ReleaseAfter. Calls come one at a
+// time, in order. Register before the Hasher is used.
 func (h *Hasher) OnContention(f func(contended bool)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -194,9 +195,21 @@ func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.busy--; h.busy == 0 {
-			h.idle = time.AfterFunc(ReleaseAfter, debug.FreeOSMemory)
+			h.idle = time.AfterFunc(ReleaseAfter, h.rest)
 		}
 	}, nil
+}
+
+// rest runs once hashing has been quiet for ReleaseAfter: hashing is no
+// longer contended, and its memory goes back to the operating system.
+func (h *Hasher) rest() {
+	h.mu.Lock()
+	if h.busy == 0 && h.wasContended && h.onContention != nil { // else a hash started meanwhile
+		h.wasContended = false
+		h.onContention(false)
+	}
+	h.mu.Unlock()
+	debug.FreeOSMemory()
 }
 
 func (h *Hasher) encode(salt []byte, password string) string {

@@ -66,7 +66,8 @@ func TestHasherWhileServing(t *testing.T) {
 }
 
 // TestHasherOnContention: the hook hears each change between hashing
-// alone and hashing beside other requests, once, as the hash starts.
+// alone and hashing beside other requests, once, as the hash starts, and
+// that hashing is no longer contended once it has been quiet.
 func TestHasherOnContention(t *testing.T) {
 	h := NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, 4)
 	var heard []bool
@@ -86,7 +87,19 @@ func TestHasherOnContention(t *testing.T) {
 	h.lastServed.Store(time.Now().Add(-servedRecently).UnixNano())
 	hash()
 	hash()
-	if want := []bool{true, false}; !slices.Equal(heard, want) {
+	done = h.Serving()
+	hash()
+	done()
+	h.rest() // hashing quiet for ReleaseAfter
+	h.rest()
+	done = h.Serving()
+	hash()
+	done()
+	h.mu.Lock()
+	h.busy++ // a hash started as the quiet ended
+	h.mu.Unlock()
+	h.rest()
+	if want := []bool{true, false, true, false, true}; !slices.Equal(heard, want) {
 		t.Fatalf("heard %v, want %v", heard, want)
 	}
 }

@@ -9,7 +9,8 @@ var startProcs = runtime.GOMAXPROCS(0)
 // hashingProcs sets GOMAXPROCS to startProcs, plus hashing while hashes run
 // beside requests that do no hashing (contended). identity calls it from
 // Hasher.OnContention, so the runtime has the extra Ps only while sign-ins
-// share the process with other requests.
+// share the process with other requests (until the next hash alone, or
+// until hashing has been quiet for identity.ReleaseAfter).
 //
 // Argon2id is pure Go and computes for 15–30 ms without blocking, so a hash
 // holds one of the runtime's Ps from start to end (the scheduler preempts it
