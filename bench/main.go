@@ -112,7 +112,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.rounds, "rounds", 2, "alternating stretches of baseline and target per level (the duration is split between them)")
 	levels := fs.String("concurrency", "1,8,32,128", "closed-loop client counts")
 	fs.StringVar(&cfg.outDir, "out", filepath.Join("bench", "results"), "results directory (a timestamped directory is made inside)")
-	fs.IntVar(&cfg.outboxRows, "outbox-rows", 200000, "outbox rows per publisher run (about 4 s of draining)")
+	fs.IntVar(&cfg.outboxRows, "outbox-rows", 200000, "outbox rows per drain (eight drains, 3–4 s each)")
 	fs.IntVar(&cfg.outboxBatch, "outbox-batch", 0, "outbox publisher batch size (0: identity's default) — for experiments")
 	fs.DurationVar(&cfg.soak, "soak", 10*time.Minute, "soak duration (--scenario soak)")
 	fs.Float64Var(&cfg.soakRate, "soak-rate", 200, "soak: operations per second, open loop")
