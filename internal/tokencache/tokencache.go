@@ -40,7 +40,7 @@ func New[C any](max int) *Cache[C] {
 // at now, and lookup still returns the same key for its kid.
 func (c *Cache[C]) Get(token string, now time.Time, lookup func(kid string) (crypto.PublicKey, bool)) (C, bool) {
 	var zero C
-	sum := sha256.Sum256([]byte(token))
+	sum := digest(token)
 	c.mu.Lock()
 	e, ok := c.entries[sum]
 	c.mu.Unlock()
@@ -57,7 +57,7 @@ func (c *Cache[C]) Get(token string, now time.Time, lookup func(kid string) (cry
 // Put remembers that token verified with key (published as kid) and is
 // good until expires.
 func (c *Cache[C]) Put(token string, claims C, kid string, key crypto.PublicKey, expires time.Time) {
-	sum := sha256.Sum256([]byte(token))
+	sum := digest(token)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= c.max {
@@ -71,4 +71,13 @@ func (c *Cache[C]) Put(token string, claims C, kid string, key crypto.PublicKey,
 func sameKey(a, b crypto.PublicKey) bool {
 	eq, ok := a.(interface{ Equal(crypto.PublicKey) bool })
 	return ok && eq.Equal(b)
+}
+
+// digest hashes token through a stack buffer: converting a string longer
+// than 32 bytes to a []byte allocates, and every authenticated request
+// would pay that for its token (a longer token than the buffer still
+// hashes, on the heap).
+func digest(token string) [32]byte {
+	var buf [1024]byte
+	return sha256.Sum256(append(buf[:0], token...))
 }

@@ -4,7 +4,9 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,5 +82,27 @@ func TestCacheConcurrent(t *testing.T) {
 	c.Put("last", 42, "k", k, time.Now().Add(time.Hour))
 	if got, ok := c.Get("last", time.Now(), lookup); !ok || got != 42 {
 		t.Errorf("after concurrent use: Get = %d, %v; want 42, true", got, ok)
+	}
+}
+
+// TestGetDoesNotAllocate: a hit is on every authenticated request's path.
+func TestGetDoesNotAllocate(t *testing.T) {
+	var k crypto.PublicKey = newKey(t) // as the key set holds it
+	lookup := func(string) (crypto.PublicKey, bool) { return k, true }
+	c := New[int](8)
+	tok := strings.Repeat("t", 600) // a token is several hundred bytes
+	c.Put(tok, 1, "k", k, time.Now().Add(time.Hour))
+	now := time.Now()
+	if n := testing.AllocsPerRun(100, func() { c.Get(tok, now, lookup) }); n != 0 {
+		t.Errorf("Get allocates %.0f times per call", n)
+	}
+}
+
+func TestDigestOfAnyLength(t *testing.T) {
+	for _, n := range []int{0, 32, 1023, 1024, 1025, 8000} {
+		tok := strings.Repeat("x", n)
+		if digest(tok) != sha256.Sum256([]byte(tok)) {
+			t.Errorf("digest of %d bytes differs from SHA-256", n)
+		}
 	}
 }
