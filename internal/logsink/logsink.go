@@ -53,8 +53,9 @@ func New(out io.Writer, delay time.Duration) *Writer {
 	return w
 }
 
-// Write queues a copy of p; it never fails, since a log line has nowhere
-// to report a failure to.
+// Write queues a copy of p and never fails, since a log line has nowhere
+// to report a failure to. After Close it writes p through, after anything
+// still queued, and returns out's result.
 func (w *Writer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	if w.done {
@@ -91,14 +92,12 @@ func (w *Writer) Flush() {
 func (w *Writer) flushLocked() {
 	w.mu.Lock()
 	batch := w.buf
-	w.buf, w.spare = w.spare[:0], nil
-	w.mu.Unlock()
 	if len(batch) == 0 {
-		w.mu.Lock()
-		w.spare = batch
 		w.mu.Unlock()
 		return
 	}
+	w.buf, w.spare = w.spare[:0], nil
+	w.mu.Unlock()
 	// stderr that fails has nowhere to report to; the lines are dropped
 	// rather than retried forever.
 	_, _ = w.out.Write(batch)

@@ -152,3 +152,47 @@ func TestFlushWritesQueuedLinesInOneCall(t *testing.T) {
 		t.Errorf("Flush made %d writes of %q, want one of %q", out.calls(), out.text(), "a\nb\n")
 	}
 }
+
+// TestCloseWhileWriting: lines written while Close runs, queued or written
+// through, keep each writer's order and all arrive.
+func TestCloseWhileWriting(t *testing.T) {
+	out := newSink()
+	w := New(out, time.Millisecond)
+	const writers, lines = 16, 300
+	var wg sync.WaitGroup
+	started := make(chan struct{}, writers)
+	for g := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range lines {
+				if i == lines/3 {
+					started <- struct{}{}
+				}
+				fmt.Fprintf(w, "%d %d\n", g, i)
+			}
+		}()
+	}
+	for range writers {
+		<-started
+	}
+	w.Close()
+	wg.Wait()
+
+	next := make([]int, writers)
+	for _, line := range strings.Split(strings.TrimSuffix(out.text(), "\n"), "\n") {
+		var g, i int
+		if _, err := fmt.Sscanf(line, "%d %d", &g, &i); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if i != next[g] {
+			t.Fatalf("writer %d: line %d arrived where %d was due", g, i, next[g])
+		}
+		next[g]++
+	}
+	for g, n := range next {
+		if n != lines {
+			t.Errorf("writer %d: %d of %d lines arrived", g, n, lines)
+		}
+	}
+}
