@@ -21,11 +21,12 @@ const maxGroup = 64
 // number of connections). So the statements that arrive while a commit is
 // under way are committed together (group commit): a leading caller runs up
 // to maxGroup waiting statements in one transaction and commits once (one
-// leader at a time on SQLite, two on PostgreSQL). A statement alone runs as
-// a plain autocommit statement. Every statement still succeeds or fails on
-// its own: when one fails, the group is rolled back and its statements are
-// run one to a transaction, so no caller gets another's failure and nothing
-// of a failed statement remains. A failed commit is reported to every
+// leader at a time on SQLite, two on PostgreSQL, where the group is sent in
+// one pipeline: see commitPipelined). A Write alone runs as a plain
+// autocommit statement. Every statement still succeeds or fails on its
+// own: when one fails, the group is rolled back and its statements are run
+// one to a transaction, so no caller gets another's failure and nothing of
+// a failed statement remains. A failed commit is reported to every
 // caller of its group and not retried: it may have taken effect (a
 // connection lost mid-commit), exactly as for a single statement.
 func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -36,12 +37,13 @@ func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result,
 // (INSERT … RETURNING, or a data-modifying WITH): scan reads that row
 // inside the statement's transaction, and WriteRow returns what scan
 // returned once the transaction committed. A statement that returns no
-// row ran all the same: scan gets sql.ErrNoRows (as Row.Scan reports it),
-// which is the statement's outcome, not a failure of its group. scan may be
-// called more than once (a failed group runs its statements again, one to
-// a transaction); only the last call's outcome counts, so it must assign
-// what it reads, never accumulate.
-func (db *DB) WriteRow(ctx context.Context, scan func(*sql.Row) error, query string, args ...any) error {
+// row ran all the same: scan gets an error matching sql.ErrNoRows (as
+// Row.Scan reports it), which is the statement's outcome, not a failure of
+// its group; any other error from scan fails the statement, and nothing of
+// it remains. scan may be called more than once (a failed group runs its
+// statements again, one to a transaction); only the last call's outcome
+// counts, so it must assign what it reads, never accumulate.
+func (db *DB) WriteRow(ctx context.Context, scan func(Row) error, query string, args ...any) error {
 	_, err := db.write(ctx, &groupWrite{ctx: ctx, query: query, args: args, scan: scan})
 	return err
 }
@@ -100,7 +102,7 @@ type groupWrite struct {
 	ctx   context.Context
 	query string
 	args  []any
-	scan  func(*sql.Row) error // nil for a statement that returns no rows
+	scan  func(Row) error // nil for a statement that returns no rows
 	state atomic.Int32
 	res   sql.Result
 	err   error
@@ -169,8 +171,13 @@ func (db *DB) commitGroup(ws []*groupWrite) {
 	// The group's transaction outlives any one caller's context: a caller
 	// that gives up while its statement runs still learns the outcome.
 	ctx := context.WithoutCancel(ws[0].ctx)
-	if len(ws) == 1 {
+	if len(ws) == 1 && ws[0].scan == nil {
+		// Nothing can fail after the statement has run: autocommit.
 		ws[0].finish(db.run(ctx, nil, ws[0]))
+		return
+	}
+	if db.Engine == Postgres {
+		db.commitPipelined(ctx, ws)
 		return
 	}
 	results := make([]sql.Result, len(ws))

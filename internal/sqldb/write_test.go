@@ -39,7 +39,7 @@ var insertForms = []struct {
 	}},
 	{"WriteRow", func(ctx context.Context, db *sqldb.DB, query string, id int, parent any) error {
 		got := -1
-		if err := db.WriteRow(ctx, func(r *sql.Row) error { return r.Scan(&got) }, query+` RETURNING id * 10`, id, parent); err != nil {
+		if err := db.WriteRow(ctx, func(r sqldb.Row) error { return r.Scan(&got) }, query+` RETURNING id * 10`, id, parent); err != nil {
 			return err
 		}
 		if got != id*10 {
@@ -136,4 +136,64 @@ func TestWriteCancelled(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestWriteRowScanFailure: 100 WriteRow callers at once, every fourth with
+// a scan that refuses the row it read. A refusal reaches only its own
+// caller and leaves nothing of its statement, though the statement ran on
+// the server (on PostgreSQL, in a pipeline with the rest of its group);
+// every other write is committed.
+func TestWriteRowScanFailure(t *testing.T) {
+	errRefused := errors.New("the scan refused the row")
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		db := sqltest.Open(t, engine, testSchema)
+		const n = 100
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = db.WriteRow(ctx, func(r sqldb.Row) error {
+					var id int
+					if err := r.Scan(&id); err != nil {
+						return err
+					}
+					if i%4 == 0 {
+						return errRefused
+					}
+					return nil
+				}, `INSERT INTO t (id) VALUES ($1) RETURNING id`, i+1)
+			}()
+		}
+		wg.Wait()
+		rows, err := db.Query(ctx, `SELECT id FROM t`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		kept := map[int]bool{}
+		for rows.Next() {
+			var id int
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			kept[id] = true
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i, err := range errs {
+			refused := i%4 == 0
+			switch {
+			case refused && !errors.Is(err, errRefused):
+				t.Errorf("write %d (refused by its scan) = %v, want the scan's error", i, err)
+			case !refused && err != nil:
+				t.Errorf("write %d: %v", i, err)
+			case kept[i+1] == refused:
+				t.Errorf("write %d (refused %v): row kept = %v", i, refused, kept[i+1])
+			}
+		}
+	})
 }

@@ -102,8 +102,8 @@ func shareLock(tx *sqldb.Tx) string {
 
 // entitlementInto is a WriteRow scan that reads the returned entitlement
 // into e.
-func entitlementInto(e *box.Entitlement) func(*sql.Row) error {
-	return func(r *sql.Row) (err error) {
+func entitlementInto(e *box.Entitlement) func(sqldb.Row) error {
+	return func(r sqldb.Row) (err error) {
 		*e, err = scanEntitlement(r)
 		return err
 	}

@@ -1,0 +1,108 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// Row is the one row a WriteRow statement returns: a *sql.Row on SQLite,
+// pgx's row on PostgreSQL (see commitPipelined). Scan reports an error for
+// which errors.Is(err, sql.ErrNoRows) holds when there is no row.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// commitPipelined is commitGroup on PostgreSQL. BEGIN and the group's
+// statements go to the server together (a pgx batch: one pipeline, one
+// Sync), and COMMIT follows once every result has been read, so a group of
+// n statements costs two round trips rather than n+2; each round trip is a
+// write and a wake-up on both sides, and the leader held the group's
+// connection through all of them. COMMIT is not pipelined with the rest:
+// a scan that fails in this process must still be able to roll its group
+// back. The outcomes are commitGroup's: a statement that fails rolls the
+// group back and every statement runs alone; a failed COMMIT is reported
+// to every caller of the group.
+func (db *DB) commitPipelined(ctx context.Context, ws []*groupWrite) {
+	results := make([]sql.Result, len(ws))
+	outcomes := make([]error, len(ws)) // sql.ErrNoRows, for a WriteRow that matched nothing
+	var commitErr error
+	conn, err := db.DB.Conn(ctx)
+	if err != nil {
+		for _, w := range ws {
+			w.finish(nil, err)
+		}
+		return
+	}
+	stmtErr := conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("sqldb: a PostgreSQL connection of type %T, not pgx's", dc)
+		}
+		b := &pgx.Batch{}
+		b.BeginTx(pgx.TxOptions{})
+		for _, w := range ws {
+			b.Queue(w.query, w.args...)
+		}
+		br := c.Conn().SendBatch(ctx, b)
+		err := readGroup(br, ws, results, outcomes)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			// A connection left in a transaction is discarded by the pool
+			// (pgx's stdlib refuses it at reset), so a failed rollback
+			// cannot leak the group into the next caller's work.
+			_ = br.Tx().Rollback(ctx)
+			return err
+		}
+		commitErr = br.Tx().Commit(ctx)
+		return nil
+	})
+	_ = conn.Close()
+	switch {
+	case stmtErr != nil:
+		for _, w := range ws {
+			w.finish(db.writeAlone(w))
+		}
+	case commitErr != nil:
+		for _, w := range ws {
+			w.finish(nil, fmt.Errorf("commit: %w", commitErr))
+		}
+	default:
+		for i, w := range ws {
+			w.finish(results[i], outcomes[i])
+		}
+	}
+}
+
+// readGroup reads a group's batch results in order: BEGIN's, then one per
+// statement. It stops at the first statement that failed, on the server or
+// in its scan.
+func readGroup(br pgx.BatchResults, ws []*groupWrite, results []sql.Result, outcomes []error) error {
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	for i, w := range ws {
+		if w.scan == nil {
+			tag, err := br.Exec()
+			if err != nil {
+				return err
+			}
+			results[i] = driver.RowsAffected(tag.RowsAffected())
+			continue
+		}
+		switch err := w.scan(br.QueryRow()); {
+		case errors.Is(err, sql.ErrNoRows):
+			outcomes[i] = err
+		case err != nil:
+			return err
+		}
+	}
+	return nil
+}
