@@ -116,6 +116,38 @@ func TestWriteRace(t *testing.T) {
 	}
 }
 
+// TestWriteGroupsCommit: 200 goroutines write at once, every write good,
+// the two forms interleaved, so groups commit whole (a group with a failure
+// in it runs its statements alone instead, as TestWriteRace has them). Each
+// caller learns its own outcome, and every row is there.
+func TestWriteGroupsCommit(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		db := sqltest.Open(t, engine, testSchema)
+		const n = 200
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				form := insertForms[i%len(insertForms)]
+				errs[i] = form.insert(ctx, db, `INSERT INTO t (id, parent) VALUES ($1, $2)`, i+1, nil)
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("write %d (%s): %v", i, insertForms[i%len(insertForms)].name, err)
+			}
+		}
+		var got int
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&got); err != nil || got != n {
+			t.Fatalf("rows = %d (%v), want %d", got, err, n)
+		}
+	})
+}
+
 // TestWriteCancelled: for each write form, a caller whose context has
 // ended before its write starts gets the context's error, and the write
 // does not happen.
