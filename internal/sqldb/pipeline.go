@@ -11,35 +11,21 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// Row is the one row a WriteRow statement returns: a *sql.Row on SQLite,
-// pgx's row on PostgreSQL (see commitPipelined). Scan reports an error for
-// which errors.Is(err, sql.ErrNoRows) holds when there is no row.
-type Row interface {
-	Scan(dest ...any) error
-}
-
-// commitPipelined is commitGroup on PostgreSQL. BEGIN and the group's
+// runPipelined is runGroup on PostgreSQL. BEGIN and the group's
 // statements go to the server together (a pgx batch: one pipeline, one
 // Sync), and COMMIT follows once every result has been read, so a group of
 // n statements costs two round trips rather than n+2; each round trip is a
 // write and a wake-up on both sides, and the leader held the group's
 // connection through all of them. COMMIT is not pipelined with the rest:
 // a scan that fails in this process must still be able to roll its group
-// back. The outcomes are commitGroup's: a statement that fails rolls the
-// group back and every statement runs alone; a failed COMMIT is reported
-// to every caller of the group.
-func (db *DB) commitPipelined(ctx context.Context, ws []*groupWrite) {
-	results := make([]sql.Result, len(ws))
-	outcomes := make([]error, len(ws)) // sql.ErrNoRows, for a WriteRow that matched nothing
-	var commitErr error
+// back.
+func (db *DB) runPipelined(ctx context.Context, ws []*groupWrite, results []sql.Result, outcomes []error) (stmtErr, groupErr error) {
 	conn, err := db.DB.Conn(ctx)
 	if err != nil {
-		for _, w := range ws {
-			w.finish(nil, err)
-		}
-		return
+		return nil, err
 	}
-	stmtErr := conn.Raw(func(dc any) error {
+	defer conn.Close()
+	stmtErr = conn.Raw(func(dc any) error {
 		c, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("sqldb: a PostgreSQL connection of type %T, not pgx's", dc)
@@ -61,24 +47,12 @@ func (db *DB) commitPipelined(ctx context.Context, ws []*groupWrite) {
 			_ = br.Tx().Rollback(ctx)
 			return err
 		}
-		commitErr = br.Tx().Commit(ctx)
+		if err := br.Tx().Commit(ctx); err != nil {
+			groupErr = fmt.Errorf("commit: %w", err)
+		}
 		return nil
 	})
-	_ = conn.Close()
-	switch {
-	case stmtErr != nil:
-		for _, w := range ws {
-			w.finish(db.writeAlone(w))
-		}
-	case commitErr != nil:
-		for _, w := range ws {
-			w.finish(nil, fmt.Errorf("commit: %w", commitErr))
-		}
-	default:
-		for i, w := range ws {
-			w.finish(results[i], outcomes[i])
-		}
-	}
+	return stmtErr, groupErr
 }
 
 // readGroup reads a group's batch results in order: BEGIN's, then one per

@@ -1,9 +1,11 @@
 package sqldb
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -22,7 +24,7 @@ const maxGroup = 64
 // under way are committed together (group commit): a leading caller runs up
 // to maxGroup waiting statements in one transaction and commits once (one
 // leader at a time on SQLite, two on PostgreSQL, where the group is sent in
-// one pipeline: see commitPipelined). A Write alone runs as a plain
+// one pipeline: see runPipelined). A Write alone runs as a plain
 // autocommit statement. Every statement still succeeds or fails on its
 // own: when one fails, the group is rolled back and its statements are run
 // one to a transaction, so no caller gets another's failure and nothing of
@@ -31,6 +33,13 @@ const maxGroup = 64
 // connection lost mid-commit), exactly as for a single statement.
 func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	return db.write(ctx, &groupWrite{ctx: ctx, query: query, args: args})
+}
+
+// Row is the one row a WriteRow statement returns: a *sql.Row on SQLite,
+// pgx's row on PostgreSQL (see runPipelined). Scan reports an error for
+// which errors.Is(err, sql.ErrNoRows) holds when there is no row.
+type Row interface {
+	Scan(dest ...any) error
 }
 
 // WriteRow is Write for a writing statement that returns at most one row
@@ -162,7 +171,7 @@ func (db *DB) leadGroups(own *groupWrite) {
 }
 
 // commitGroup runs ws in one transaction (on SQLite under the process's
-// write slot).
+// write slot) and tells each caller its outcome.
 func (db *DB) commitGroup(ws []*groupWrite) {
 	if db.writer != nil {
 		db.writer <- struct{}{}
@@ -176,18 +185,47 @@ func (db *DB) commitGroup(ws []*groupWrite) {
 		ws[0].finish(db.run(ctx, nil, ws[0]))
 		return
 	}
-	if db.Engine == Postgres {
-		db.commitPipelined(ctx, ws)
-		return
-	}
 	results := make([]sql.Result, len(ws))
 	outcomes := make([]error, len(ws)) // sql.ErrNoRows, for a WriteRow that matched nothing
+	stmtErr, groupErr := db.runGroup(ctx, ws, results, outcomes)
+	for i, w := range ws {
+		switch {
+		case groupErr != nil:
+			w.finish(nil, groupErr)
+		case stmtErr != nil && len(ws) > 1:
+			// A statement failed: nothing of the group is kept; run each
+			// alone, so each gets its own outcome.
+			w.finish(db.writeAlone(w))
+		case stmtErr != nil:
+			w.finish(nil, stmtErr)
+		default:
+			w.finish(results[i], outcomes[i])
+		}
+	}
+}
+
+// writeAlone runs w in a transaction of its own; the caller holds the
+// write slot.
+func (db *DB) writeAlone(w *groupWrite) (sql.Result, error) {
+	results, outcomes := make([]sql.Result, 1), make([]error, 1)
+	stmtErr, groupErr := db.runGroup(context.WithoutCancel(w.ctx), []*groupWrite{w}, results, outcomes)
+	if err := cmp.Or(stmtErr, groupErr); err != nil {
+		return nil, err
+	}
+	return results[0], outcomes[0]
+}
+
+// runGroup runs ws in one transaction, filling in each statement's result
+// and outcome. stmtErr is the first statement's failure, after which the
+// transaction was rolled back; groupErr is a failure to begin or commit,
+// which may have taken effect (a connection lost mid-commit).
+func (db *DB) runGroup(ctx context.Context, ws []*groupWrite, results []sql.Result, outcomes []error) (stmtErr, groupErr error) {
+	if db.Engine == Postgres {
+		return db.runPipelined(ctx, ws, results, outcomes)
+	}
 	tx, err := db.DB.BeginTx(ctx, nil)
 	if err != nil {
-		for _, w := range ws {
-			w.finish(nil, err)
-		}
-		return
+		return nil, fmt.Errorf("begin: %w", err)
 	}
 	for i, w := range ws {
 		results[i], err = db.run(ctx, tx, w)
@@ -195,43 +233,14 @@ func (db *DB) commitGroup(ws []*groupWrite) {
 			outcomes[i], err = err, nil
 		}
 		if err != nil {
-			// A statement failed: nothing of the group is kept; run each
-			// alone, so each gets its own outcome.
 			_ = tx.Rollback()
-			for _, w := range ws {
-				w.finish(db.writeAlone(w))
-			}
-			return
+			return err, nil
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		for _, w := range ws {
-			w.finish(nil, err)
-		}
-		return
+		return nil, fmt.Errorf("commit: %w", err)
 	}
-	for i, w := range ws {
-		w.finish(results[i], outcomes[i])
-	}
-}
-
-// writeAlone runs w in a transaction of its own; the caller holds the
-// write slot.
-func (db *DB) writeAlone(w *groupWrite) (sql.Result, error) {
-	ctx := context.WithoutCancel(w.ctx)
-	tx, err := db.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	res, err := db.run(ctx, tx, w)
-	if err != nil && !(w.scan != nil && errors.Is(err, sql.ErrNoRows)) {
-		_ = tx.Rollback()
-		return nil, err
-	}
-	if cerr := tx.Commit(); cerr != nil {
-		return nil, cerr
-	}
-	return res, err
+	return nil, nil
 }
 
 // run executes w's statement in tx, or on its own when tx is nil. For a

@@ -49,6 +49,35 @@ var insertForms = []struct {
 	}},
 }
 
+// atOnce runs fn(i) for i in [0, n), each on its own goroutine, released
+// together, and returns their errors by i.
+func atOnce(n int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+// rowCount is how many rows t holds.
+func rowCount(t *testing.T, db *sqldb.DB) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(context.Background(), `SELECT count(*) FROM t`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestWriteRace: for each write form, 200 goroutines write at once, three
 // in ten of them a duplicate key (a constraint failure), an insert that
 // does nothing on the conflict, or a dangling reference. The writes share
@@ -64,27 +93,19 @@ func TestWriteRace(t *testing.T) {
 				if _, err := db.Exec(ctx, `INSERT INTO t (id) VALUES (1)`); err != nil {
 					t.Fatal(err)
 				}
-				const n = 200
-				var wg sync.WaitGroup
-				errs := make([]error, n)
-				for i := range n {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						id, parent, query := i+2, any(nil), `INSERT INTO t (id, parent) VALUES ($1, $2)`
-						switch i % 10 {
-						case 3:
-							id = 1 // duplicate key
-						case 5:
-							id = 1 // does nothing
-							query += ` ON CONFLICT (id) DO NOTHING`
-						case 7:
-							parent = 100000 + i // no such row
-						}
-						errs[i] = form.insert(ctx, db, query, id, parent)
-					}()
-				}
-				wg.Wait()
+				errs := atOnce(200, func(i int) error {
+					id, parent, query := i+2, any(nil), `INSERT INTO t (id, parent) VALUES ($1, $2)`
+					switch i % 10 {
+					case 3:
+						id = 1 // duplicate key
+					case 5:
+						id = 1 // does nothing
+						query += ` ON CONFLICT (id) DO NOTHING`
+					case 7:
+						parent = 100000 + i // no such row
+					}
+					return form.insert(ctx, db, query, id, parent)
+				})
 				want := 1
 				for i, err := range errs {
 					switch i % 10 {
@@ -107,9 +128,8 @@ func TestWriteRace(t *testing.T) {
 						}
 					}
 				}
-				var got int
-				if err := db.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&got); err != nil || got != want {
-					t.Fatalf("rows = %d (%v), want %d", got, err, want)
+				if got := rowCount(t, db); got != want {
+					t.Fatalf("rows = %d, want %d", got, want)
 				}
 			})
 		})
@@ -125,25 +145,17 @@ func TestWriteGroupsCommit(t *testing.T) {
 		ctx := context.Background()
 		db := sqltest.Open(t, engine, testSchema)
 		const n = 200
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				form := insertForms[i%len(insertForms)]
-				errs[i] = form.insert(ctx, db, `INSERT INTO t (id, parent) VALUES ($1, $2)`, i+1, nil)
-			}()
-		}
-		wg.Wait()
+		errs := atOnce(n, func(i int) error {
+			form := insertForms[i%len(insertForms)]
+			return form.insert(ctx, db, `INSERT INTO t (id, parent) VALUES ($1, $2)`, i+1, nil)
+		})
 		for i, err := range errs {
 			if err != nil {
 				t.Errorf("write %d (%s): %v", i, insertForms[i%len(insertForms)].name, err)
 			}
 		}
-		var got int
-		if err := db.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&got); err != nil || got != n {
-			t.Fatalf("rows = %d (%v), want %d", got, err, n)
+		if got := rowCount(t, db); got != n {
+			t.Fatalf("rows = %d, want %d", got, n)
 		}
 	})
 }
@@ -161,9 +173,8 @@ func TestWriteCancelled(t *testing.T) {
 				if err := form.insert(ctx, db, `INSERT INTO t (id, parent) VALUES ($1, $2)`, 1, nil); !errors.Is(err, context.Canceled) {
 					t.Fatalf("%s with a cancelled context = %v, want context.Canceled", form.name, err)
 				}
-				var n int
-				if err := db.QueryRow(context.Background(), `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
-					t.Fatalf("rows after a cancelled write = %d (%v), want 0", n, err)
+				if n := rowCount(t, db); n != 0 {
+					t.Fatalf("rows after a cancelled write = %d, want 0", n)
 				}
 			})
 		})
@@ -180,26 +191,18 @@ func TestWriteRowScanFailure(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		ctx := context.Background()
 		db := sqltest.Open(t, engine, testSchema)
-		const n = 100
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = db.WriteRow(ctx, func(r sqldb.Row) error {
-					var id int
-					if err := r.Scan(&id); err != nil {
-						return err
-					}
-					if i%4 == 0 {
-						return errRefused
-					}
-					return nil
-				}, `INSERT INTO t (id) VALUES ($1) RETURNING id`, i+1)
-			}()
-		}
-		wg.Wait()
+		errs := atOnce(100, func(i int) error {
+			return db.WriteRow(ctx, func(r sqldb.Row) error {
+				var id int
+				if err := r.Scan(&id); err != nil {
+					return err
+				}
+				if i%4 == 0 {
+					return errRefused
+				}
+				return nil
+			}, `INSERT INTO t (id) VALUES ($1) RETURNING id`, i+1)
+		})
 		rows, err := db.Query(ctx, `SELECT id FROM t`)
 		if err != nil {
 			t.Fatal(err)
