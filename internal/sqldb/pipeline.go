@@ -25,7 +25,7 @@ func (db *DB) runPipelined(ctx context.Context, ws []*groupWrite, results []sql.
 		return nil, err
 	}
 	defer conn.Close()
-	stmtErr = conn.Raw(func(dc any) error {
+	err = conn.Raw(func(dc any) error {
 		c, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("sqldb: a PostgreSQL connection of type %T, not pgx's", dc)
@@ -36,32 +36,39 @@ func (db *DB) runPipelined(ctx context.Context, ws []*groupWrite, results []sql.
 			b.Queue(w.query, w.args...)
 		}
 		br := c.Conn().SendBatch(ctx, b)
-		err := readGroup(br, ws, results, outcomes)
-		if cerr := br.Close(); err == nil {
-			err = cerr
+		if _, err := br.Exec(); err != nil {
+			// BEGIN's result: no statement ran, as for a failed BeginTx
+			// on SQLite. Close ends the transaction when BEGIN left none.
+			_ = br.Close()
+			groupErr = fmt.Errorf("begin: %w", err)
+			return nil
 		}
-		if err != nil {
+		stmtErr = readStatements(br, ws, results, outcomes)
+		if cerr := br.Close(); stmtErr == nil {
+			stmtErr = cerr
+		}
+		if stmtErr != nil {
 			// A connection left in a transaction is discarded by the pool
 			// (pgx's stdlib refuses it at reset), so a failed rollback
 			// cannot leak the group into the next caller's work.
 			_ = br.Tx().Rollback(ctx)
-			return err
+			return nil
 		}
 		if err := br.Tx().Commit(ctx); err != nil {
 			groupErr = fmt.Errorf("commit: %w", err)
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	return stmtErr, groupErr
 }
 
-// readGroup reads a group's batch results in order: BEGIN's, then one per
-// statement. It stops at the first statement that failed, on the server or
-// in its scan.
-func readGroup(br pgx.BatchResults, ws []*groupWrite, results []sql.Result, outcomes []error) error {
-	if _, err := br.Exec(); err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
+// readStatements reads the results of a group's statements in order, one
+// per statement, after BEGIN's. It stops at the first statement that
+// failed, on the server or in its scan.
+func readStatements(br pgx.BatchResults, ws []*groupWrite, results []sql.Result, outcomes []error) error {
 	for i, w := range ws {
 		if w.scan == nil {
 			tag, err := br.Exec()
