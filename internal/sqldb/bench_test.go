@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strconv"
 	"testing"
 	"testing/fstest"
 
+	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
 
@@ -46,6 +48,55 @@ func BenchmarkWrite(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// BenchmarkReadRow reports primary-key reads/s from parallel callers
+// (b.SetParallelism as for BenchmarkWrite), each through QueryRow, one
+// round trip apiece, and through ReadRow, which on PostgreSQL sends the
+// reads that arrive together in one pipeline.
+func BenchmarkReadRow(b *testing.B) {
+	reads := []struct {
+		name string
+		read func(ctx context.Context, db *sqldb.DB, id int64) (string, error)
+	}{
+		{"QueryRow", func(ctx context.Context, db *sqldb.DB, id int64) (v string, err error) {
+			err = db.QueryRow(ctx, `SELECT v FROM keyed WHERE id = $1`, id).Scan(&v)
+			return v, err
+		}},
+		{"ReadRow", func(ctx context.Context, db *sqldb.DB, id int64) (v string, err error) {
+			err = db.ReadRow(ctx, func(r sqldb.Row) error { return r.Scan(&v) }, `SELECT v FROM keyed WHERE id = $1`, id)
+			return v, err
+		}},
+	}
+	for _, engine := range sqltest.Engines() {
+		b.Run(string(engine), func(b *testing.B) {
+			db := sqltest.Open(b, engine, keyedSchema)
+			ctx := context.Background()
+			const rows = 1000
+			for i := range rows {
+				if _, err := db.Exec(ctx, `INSERT INTO keyed (k, v) VALUES ($1, $2)`, strconv.Itoa(i), "platform ~1.4.0"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, r := range reads {
+				b.Run(r.name, func(b *testing.B) {
+					b.SetParallelism(16)
+					b.ResetTimer()
+					b.RunParallel(func(pb *testing.PB) {
+						var id int64
+						for pb.Next() {
+							id = id%rows + 1
+							if v, err := r.read(ctx, db, id); err != nil || v == "" {
+								b.Errorf("read %d = %q, %v", id, v, err)
+								return
+							}
+						}
+					})
+					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
+				})
+			}
 		})
 	}
 }

@@ -19,7 +19,7 @@ import (
 // connection through all of them. COMMIT is not pipelined with the rest:
 // a scan that fails in this process must still be able to roll its group
 // back.
-func (db *DB) runPipelined(ctx context.Context, ws []*groupWrite, results []sql.Result, outcomes []error) (stmtErr, groupErr error) {
+func (db *DB) runPipelined(ctx context.Context, ws []*queued, results []sql.Result, outcomes []error) (stmtErr, groupErr error) {
 	conn, err := db.DB.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func (db *DB) runPipelined(ctx context.Context, ws []*groupWrite, results []sql.
 // readStatements reads the results of a group's statements in order, one
 // per statement, after BEGIN's. It stops at the first statement that
 // failed, on the server or in its scan.
-func readStatements(br pgx.BatchResults, ws []*groupWrite, results []sql.Result, outcomes []error) error {
+func readStatements(br pgx.BatchResults, ws []*queued, results []sql.Result, outcomes []error) error {
 	for i, w := range ws {
 		if w.scan == nil {
 			tag, err := br.Exec()

@@ -50,8 +50,9 @@ type DB struct {
 
 	// stmts caches SQLite's prepared statements (see stmtCache).
 	stmts *stmtCache
-	// group queues single-statement writes (see Write).
-	group *writeGroup
+	// writes queues single-statement writes (see Write), reads single-row
+	// reads on PostgreSQL (see ReadRow).
+	writes, reads *group
 	// ckpt checkpoints SQLite's write-ahead log (see checkpointer).
 	ckpt *checkpointer
 }
@@ -132,9 +133,11 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		db.writer = make(chan struct{}, 1)
 		db.stmts = &stmtCache{stmts: map[string]*sql.Stmt{}}
 	}
-	db.group = &writeGroup{maxLeaders: 2}
+	db.writes = &group{maxLeaders: 2, run: db.commitGroup}
 	if engine == SQLite {
-		db.group.maxLeaders = 1
+		db.writes.maxLeaders = 1
+	} else {
+		db.reads = &group{maxLeaders: runtime.GOMAXPROCS(0), run: db.runReads}
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

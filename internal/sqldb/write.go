@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 )
 
-// maxGroup bounds how many single-statement writes share one commit.
+// maxGroup bounds how many statements share one commit or one pipeline.
 const maxGroup = 64
 
 // Write runs one writing statement as its own transaction: it is committed
@@ -32,11 +32,11 @@ const maxGroup = 64
 // caller of its group and not retried: it may have taken effect (a
 // connection lost mid-commit), exactly as for a single statement.
 func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return db.write(ctx, &groupWrite{ctx: ctx, query: query, args: args})
+	return db.write(ctx, &queued{ctx: ctx, query: query, args: args})
 }
 
-// Row is the one row a WriteRow statement returns: a *sql.Row on SQLite,
-// pgx's row on PostgreSQL (see runPipelined). Scan reports an error for
+// Row is the one row a WriteRow or ReadRow statement returns: a *sql.Row
+// on SQLite, pgx's row on PostgreSQL (see runPipelined and runReads). Scan reports an error for
 // which errors.Is(err, sql.ErrNoRows) holds when there is no row.
 type Row interface {
 	Scan(dest ...any) error
@@ -53,90 +53,102 @@ type Row interface {
 // statements again, one to a transaction); only the last call's outcome
 // counts, so it must assign what it reads, never accumulate.
 func (db *DB) WriteRow(ctx context.Context, scan func(Row) error, query string, args ...any) error {
-	_, err := db.write(ctx, &groupWrite{ctx: ctx, query: query, args: args, scan: scan})
+	_, err := db.write(ctx, &queued{ctx: ctx, query: query, args: args, scan: scan})
 	return err
 }
 
-func (db *DB) write(ctx context.Context, w *groupWrite) (sql.Result, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if db.group == nil {
+func (db *DB) write(ctx context.Context, w *queued) (sql.Result, error) {
+	if db.writes == nil {
 		// A DB not made by Open.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		return db.run(ctx, nil, w)
 	}
-	w.done = make(chan struct{})
-	g := db.group
-	g.mu.Lock()
-	g.pending = append(g.pending, w)
-	lead := g.leaders < g.maxLeaders
-	if lead {
-		g.leaders++
-	}
-	g.mu.Unlock()
-	if lead {
-		db.leadGroups(w)
-	}
-	select {
-	case <-w.done:
-		return w.res, w.err
-	case <-ctx.Done():
-		// Abandon the write unless a leader has taken it; once taken it
-		// either commits or not, and the caller must learn which.
-		if w.state.CompareAndSwap(writeWaiting, writeAbandoned) {
-			return nil, ctx.Err()
-		}
-		<-w.done
-		return w.res, w.err
-	}
+	return db.writes.do(ctx, w)
 }
 
-// writeGroup is the queue of single-statement writes.
-type writeGroup struct {
+// group is a queue of statements run together: single-statement writes
+// sharing a commit (Write, WriteRow) or reads sharing a pipeline
+// (ReadRow). A caller queues its statement and, while fewer than
+// maxLeaders groups are under way, leads: it takes up to maxGroup queued
+// statements and runs them (run), again and again while statements wait.
+type group struct {
 	mu      sync.Mutex
-	pending []*groupWrite
-	// leaders is how many groups are being committed; at most maxLeaders
-	// (one on SQLite, which has one writer; two on PostgreSQL, so a group
-	// fills while the one before it commits).
+	pending []*queued
+	// leaders is how many groups are under way; at most maxLeaders.
 	leaders, maxLeaders int
+	// run runs the statements taken together and finishes each of them.
+	run func(qs []*queued)
 }
 
 const (
-	writeWaiting int32 = iota
-	writeTaken
-	writeAbandoned
+	queuedWaiting int32 = iota
+	queuedTaken
+	queuedAbandoned
 )
 
-type groupWrite struct {
+// queued is one caller's statement in a group's queue.
+type queued struct {
 	ctx   context.Context
 	query string
 	args  []any
-	scan  func(Row) error // nil for a statement that returns no rows
+	scan  func(Row) error // nil for a write that returns no rows
 	state atomic.Int32
 	res   sql.Result
 	err   error
 	done  chan struct{}
 }
 
-func (w *groupWrite) finished() bool {
+func (q *queued) finished() bool {
 	select {
-	case <-w.done:
+	case <-q.done:
 		return true
 	default:
 		return false
 	}
 }
 
-func (w *groupWrite) finish(res sql.Result, err error) {
-	w.res, w.err = res, err
-	close(w.done)
+func (q *queued) finish(res sql.Result, err error) {
+	q.res, q.err = res, err
+	close(q.done)
 }
 
-// leadGroups commits groups while statements wait. The leader is a
-// caller's goroutine: once its own write is done and more are waiting, it
-// hands the queue to a new goroutine rather than keep its caller waiting.
-func (db *DB) leadGroups(own *groupWrite) {
-	g := db.group
+// do queues q and waits for its outcome, leading groups when it may.
+func (g *group) do(ctx context.Context, q *queued) (sql.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q.done = make(chan struct{})
+	g.mu.Lock()
+	g.pending = append(g.pending, q)
+	lead := g.leaders < g.maxLeaders
+	if lead {
+		g.leaders++
+	}
+	g.mu.Unlock()
+	if lead {
+		g.lead(q)
+	}
+	select {
+	case <-q.done:
+		return q.res, q.err
+	case <-ctx.Done():
+		// Abandon the statement unless a leader has taken it; once taken
+		// it runs, and the caller must learn its outcome (a write may have
+		// committed; a read's scan fills in the caller's variables).
+		if q.state.CompareAndSwap(queuedWaiting, queuedAbandoned) {
+			return nil, ctx.Err()
+		}
+		<-q.done
+		return q.res, q.err
+	}
+}
+
+// lead runs groups while statements wait. The leader is a caller's
+// goroutine: once its own statement is done and more are waiting, it hands
+// the queue to a new goroutine rather than keep its caller waiting.
+func (g *group) lead(own *queued) {
 	for {
 		g.mu.Lock()
 		n := min(len(g.pending), maxGroup)
@@ -148,31 +160,31 @@ func (db *DB) leadGroups(own *groupWrite) {
 		}
 		if own != nil && own.finished() {
 			g.mu.Unlock()
-			go db.leadGroups(nil)
+			go g.lead(nil)
 			return
 		}
 		batch := g.pending[:n:n]
 		g.pending = g.pending[n:]
 		g.mu.Unlock()
-		taken := make([]*groupWrite, 0, n)
-		for _, w := range batch {
-			if err := w.ctx.Err(); err != nil && w.state.CompareAndSwap(writeWaiting, writeAbandoned) {
-				w.finish(nil, err)
+		taken := make([]*queued, 0, n)
+		for _, q := range batch {
+			if err := q.ctx.Err(); err != nil && q.state.CompareAndSwap(queuedWaiting, queuedAbandoned) {
+				q.finish(nil, err)
 				continue
 			}
-			if w.state.CompareAndSwap(writeWaiting, writeTaken) {
-				taken = append(taken, w)
+			if q.state.CompareAndSwap(queuedWaiting, queuedTaken) {
+				taken = append(taken, q)
 			}
 		}
 		if len(taken) > 0 {
-			db.commitGroup(taken)
+			g.run(taken)
 		}
 	}
 }
 
 // commitGroup runs ws in one transaction (on SQLite under the process's
 // write slot) and tells each caller its outcome.
-func (db *DB) commitGroup(ws []*groupWrite) {
+func (db *DB) commitGroup(ws []*queued) {
 	if db.writer != nil {
 		db.writer <- struct{}{}
 		defer db.releaseWriter()
@@ -206,9 +218,9 @@ func (db *DB) commitGroup(ws []*groupWrite) {
 
 // writeAlone runs w in a transaction of its own; the caller holds the
 // write slot.
-func (db *DB) writeAlone(w *groupWrite) (sql.Result, error) {
+func (db *DB) writeAlone(w *queued) (sql.Result, error) {
 	results, outcomes := make([]sql.Result, 1), make([]error, 1)
-	stmtErr, groupErr := db.runGroup(context.WithoutCancel(w.ctx), []*groupWrite{w}, results, outcomes)
+	stmtErr, groupErr := db.runGroup(context.WithoutCancel(w.ctx), []*queued{w}, results, outcomes)
 	if err := cmp.Or(stmtErr, groupErr); err != nil {
 		return nil, err
 	}
@@ -219,7 +231,7 @@ func (db *DB) writeAlone(w *groupWrite) (sql.Result, error) {
 // and outcome. stmtErr is the first statement's failure, after which the
 // transaction was rolled back; groupErr is a failure to begin or commit,
 // which may have taken effect (a connection lost mid-commit).
-func (db *DB) runGroup(ctx context.Context, ws []*groupWrite, results []sql.Result, outcomes []error) (stmtErr, groupErr error) {
+func (db *DB) runGroup(ctx context.Context, ws []*queued, results []sql.Result, outcomes []error) (stmtErr, groupErr error) {
 	if db.Engine == Postgres {
 		return db.runPipelined(ctx, ws, results, outcomes)
 	}
@@ -245,7 +257,7 @@ func (db *DB) runGroup(ctx context.Context, ws []*groupWrite, results []sql.Resu
 
 // run executes w's statement in tx, or on its own when tx is nil. For a
 // WriteRow it returns what the scan returned.
-func (db *DB) run(ctx context.Context, tx *sql.Tx, w *groupWrite) (sql.Result, error) {
+func (db *DB) run(ctx context.Context, tx *sql.Tx, w *queued) (sql.Result, error) {
 	q := db.Rebind(w.query)
 	s := db.stmt(ctx, q)
 	if s != nil && tx != nil {
