@@ -36,8 +36,9 @@ func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result,
 }
 
 // Row is the one row a WriteRow or ReadRow statement returns: a *sql.Row
-// on SQLite, pgx's row on PostgreSQL (see runPipelined and runReads). Scan reports an error for
-// which errors.Is(err, sql.ErrNoRows) holds when there is no row.
+// on SQLite, pgx's row on PostgreSQL (see runPipelined and runReads). Scan
+// reports an error for which errors.Is(err, sql.ErrNoRows) holds when
+// there is no row.
 type Row interface {
 	Scan(dest ...any) error
 }
