@@ -20,22 +20,13 @@ import (
 // a scan that fails in this process must still be able to roll its group
 // back.
 func (db *DB) runPipelined(ctx context.Context, ws []*queued, results []sql.Result, outcomes []error) (stmtErr, groupErr error) {
-	conn, err := db.DB.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("sqldb: a PostgreSQL connection of type %T, not pgx's", dc)
-		}
+	err := db.withPgx(ctx, func(c *pgx.Conn) error {
 		b := &pgx.Batch{}
 		b.BeginTx(pgx.TxOptions{})
 		for _, w := range ws {
 			b.Queue(w.query, w.args...)
 		}
-		br := c.Conn().SendBatch(ctx, b)
+		br := c.SendBatch(ctx, b)
 		if _, err := br.Exec(); err != nil {
 			// BEGIN's result: no statement ran, as for a failed BeginTx
 			// on SQLite. Close ends the transaction when BEGIN left none.
@@ -63,6 +54,24 @@ func (db *DB) runPipelined(ctx context.Context, ws []*queued, results []sql.Resu
 		return nil, err
 	}
 	return stmtErr, groupErr
+}
+
+// withPgx runs f on one of the pool's connections as pgx's own (batches,
+// one pipeline each, are pgx's, not database/sql's) and returns f's error,
+// or the error that kept f from running.
+func (db *DB) withPgx(ctx context.Context, f func(c *pgx.Conn) error) error {
+	conn, err := db.DB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("sqldb: a PostgreSQL connection of type %T, not pgx's", dc)
+		}
+		return f(c.Conn())
+	})
 }
 
 // readStatements reads the results of a group's statements in order, one

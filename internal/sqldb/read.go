@@ -4,11 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // ReadRow runs a query that returns at most one row, outside a
@@ -52,23 +50,12 @@ func (db *DB) runReads(qs []*queued) {
 	ctx, stop := anyWaiting(qs)
 	defer stop()
 	rest := qs
-	conn, err := db.DB.Conn(ctx)
-	if err != nil {
-		for _, q := range qs {
-			q.finish(nil, err)
-		}
-		return
-	}
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("sqldb: a PostgreSQL connection of type %T, not pgx's", dc)
-		}
+	err := db.withPgx(ctx, func(c *pgx.Conn) error {
 		b := &pgx.Batch{}
 		for _, q := range qs {
 			b.Queue(q.query, q.args...)
 		}
-		br := c.Conn().SendBatch(ctx, b)
+		br := c.SendBatch(ctx, b)
 		defer br.Close()
 		for len(rest) > 0 {
 			err := rest[0].scan(br.QueryRow())
@@ -83,9 +70,8 @@ func (db *DB) runReads(qs []*queued) {
 		}
 		return nil
 	})
-	conn.Close()
 	if err != nil {
-		// Nothing was sent.
+		// No connection: nothing was sent.
 		for _, q := range qs {
 			q.finish(nil, err)
 		}
