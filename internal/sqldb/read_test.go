@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 // fails (abs of the smallest bigint overflows on both engines) and reads
 // whose scan refuses the row. Each caller gets its own outcome: its own
 // row, sql.ErrNoRows, the server's error or its scan's, never another's.
+// On PostgreSQL some failing read was scanned twice, in its pipeline and
+// then alone: the reads did share pipelines, and failures left them.
 func TestReadRowRace(t *testing.T) {
 	errRefused := errors.New("the scan refused the row")
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
@@ -30,6 +33,7 @@ func TestReadRowRace(t *testing.T) {
 		}
 		const n = 300
 		got := make([]int64, n)
+		scans := make([]atomic.Int32, n)
 		errs := atOnce(n, func(i int) error {
 			id, operand := i%rows+1, int64(0)
 			switch i % 10 {
@@ -39,6 +43,7 @@ func TestReadRowRace(t *testing.T) {
 				operand = math.MinInt64 // the server fails the read
 			}
 			return db.ReadRow(ctx, func(r sqldb.Row) error {
+				scans[i].Add(1)
 				if err := r.Scan(&got[i]); err != nil {
 					return err
 				}
@@ -66,6 +71,17 @@ func TestReadRowRace(t *testing.T) {
 				if want := int64(i%rows+1) * 10; err != nil || got[i] != want {
 					t.Errorf("read %d = %d, %v; want %d", i, got[i], err, want)
 				}
+			}
+		}
+		if engine == sqldb.Postgres {
+			again := 0
+			for i := range scans {
+				if scans[i].Load() > 1 {
+					again++
+				}
+			}
+			if again == 0 {
+				t.Error("no read was scanned twice: no failure happened inside a shared pipeline")
 			}
 		}
 	})
