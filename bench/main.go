@@ -306,10 +306,11 @@ func serveBare() error {
 }
 
 // startProxy runs this harness again as the reference proxy: a bare
-// httputil.ReverseProxy in front of upstream, with the gateway's transport
-// and the services' collector settings, and nothing else (no token check,
-// rate limit, log or trace). It is what the gateway's hop costs before any
-// of the gateway's own work.
+// httputil.ReverseProxy in front of upstream, with net/http's transport
+// (the gateway's settings, not its own hop transport) and the services'
+// collector settings, and nothing else (no token check, rate limit, log or
+// trace). It is what a stock net/http hop costs, before any of the
+// gateway's own work.
 func startProxy(ctx context.Context, dir, upstream string) (*service, error) {
 	return startSelf(ctx, dir, "proxy", map[string]string{"BENCH_PROXY_UPSTREAM": upstream})
 }
@@ -323,7 +324,7 @@ func serveProxy() error {
 	gctune.Apply(os.Getenv) // the services' collector settings, as the gateway runs with
 	return serveUntilSignal(&httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(upstream) },
-		Transport: gateway.NewTransport(),
+		Transport: gateway.NewHTTPTransport(),
 	})
 }
 

@@ -307,9 +307,9 @@ func (b *bench) auditCounts(ctx context.Context) (grants, revokes int64, err err
 func (b *bench) gatewayRead(ctx context.Context) (*Scenario, error) {
 	s := &Scenario{Name: "gateway", Title: "gateway: authenticated read through the gateway", Unit: "req/s", BaselineName: "the same read straight to identity"}
 	// The reference proxy is measured against direct reads too, in its own
-	// stretches, so each run tells how much of the gap is the hop itself
-	// (net/http's server and client and the loopback) and how much is the
-	// gateway's own work.
+	// stretches, so each run tells what a stock hop costs on the machine at
+	// hand (net/http's server and client and the loopback), against which
+	// the gateway's own work and its own transport are judged.
 	proxy, err := startProxy(ctx, b.dir, b.p.identity.URL)
 	if err != nil {
 		return nil, err
@@ -342,7 +342,7 @@ func (b *bench) gatewayRead(ctx context.Context) (*Scenario, error) {
 		base, _ := levelAt(refBase, 1)
 		refOver = ms(lv.P50 - base.P50)
 	}
-	s.info("reference: a bare httputil.ReverseProxy with the gateway's transport, against direct reads",
+	s.info("reference: a bare httputil.ReverseProxy with net/http's transport, against direct reads",
 		fmt.Sprintf("%s; p50 overhead %s (1 client)", pct(peak(ref)/peak(refBase)), refOver))
 	perLevel := make([]string, len(ref))
 	for i, l := range ref {

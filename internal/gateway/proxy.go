@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/gateway/hop"
 	"github.com/platformco/platform/internal/httpx"
 )
 
@@ -19,23 +20,42 @@ import (
 // logout).
 const identityCallTimeout = 10 * time.Second
 
-// NewTransport returns the transport for upstream calls. The default
-// transport keeps two idle connections per host, which under load means a
-// new TCP connection for most requests; the edge talks to few hosts very
-// often, so it keeps many. Environment proxies are ignored: the upstreams
-// are internal addresses.
-func NewTransport() *http.Transport {
+// NewTransport returns the transport for upstream calls: body-less reads
+// go over the gateway's own connections (package hop), everything else
+// through NewHTTPTransport.
+func NewTransport() http.RoundTripper {
+	return &hop.Transport{
+		Fallback:              NewHTTPTransport(),
+		Dial:                  dialer.DialContext,
+		MaxIdlePerHost:        maxIdlePerHost,
+		IdleTimeout:           idleTimeout,
+		ResponseHeaderTimeout: responseHeaderTimeout,
+	}
+}
+
+// The upstream connections' settings, shared by both transports.
+const (
+	maxIdlePerHost        = 256
+	idleTimeout           = 90 * time.Second
+	responseHeaderTimeout = 30 * time.Second
+)
+
+var dialer = &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+
+// NewHTTPTransport returns net/http's transport with the gateway's
+// settings. The default transport keeps two idle connections per host,
+// which under load means a new TCP connection for most requests; the edge
+// talks to few hosts very often, so it keeps many. Environment proxies are
+// ignored: the upstreams are internal addresses.
+func NewHTTPTransport() *http.Transport {
 	return &http.Transport{
-		DialContext: (&net.Dialer{
-			Timeout:   5 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
+		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConnsPerHost:   maxIdlePerHost,
+		IdleConnTimeout:       idleTimeout,
 		TLSHandshakeTimeout:   5 * time.Second,
-		ResponseHeaderTimeout: 30 * time.Second,
+		ResponseHeaderTimeout: responseHeaderTimeout,
 		ExpectContinueTimeout: time.Second,
 	}
 }
