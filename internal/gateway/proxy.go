@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/errs"
-	"github.com/platformco/platform/internal/gateway/hop"
+	"github.com/platformco/platform/internal/hop"
 	"github.com/platformco/platform/internal/httpx"
 )
 

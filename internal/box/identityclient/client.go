@@ -22,6 +22,7 @@ import (
 
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/hop"
 	"github.com/platformco/platform/internal/httpx"
 )
 
@@ -52,9 +53,10 @@ func New(baseURL string, timeout time.Duration, logger *slog.Logger) *Client {
 	// cover box's peak concurrency: past MaxIdleConnsPerHost a finished
 	// call closes its connection and the next one dials again. With 64,
 	// 128 concurrent artifact checks fell below the rate of 32.
-	transport := &http.Transport{
+	dial := (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
+	fallback := &http.Transport{
 		Proxy:                  http.ProxyFromEnvironment,
-		DialContext:            (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:            dial,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           1024,
 		MaxIdleConnsPerHost:    256,
@@ -62,6 +64,17 @@ func New(baseURL string, timeout time.Duration, logger *slog.Logger) *Client {
 		TLSHandshakeTimeout:    timeout,
 		ResponseHeaderTimeout:  timeout,
 		MaxResponseHeaderBytes: 64 << 10,
+	}
+	// Every call is a GET: over plain HTTP it goes over hop's own
+	// connections, the same settings applied.
+	transport := &hop.Transport{
+		Fallback:               fallback,
+		Proxy:                  fallback.Proxy,
+		Dial:                   dial,
+		MaxIdlePerHost:         fallback.MaxIdleConnsPerHost,
+		IdleTimeout:            fallback.IdleConnTimeout,
+		ResponseHeaderTimeout:  fallback.ResponseHeaderTimeout,
+		MaxResponseHeaderBytes: fallback.MaxResponseHeaderBytes,
 	}
 	return &Client{
 		base:    strings.TrimRight(baseURL, "/"),

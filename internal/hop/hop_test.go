@@ -10,13 +10,14 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/platformco/platform/internal/gateway/hop"
+	"github.com/platformco/platform/internal/hop"
 )
 
 // upstream is a real net/http server that counts the connections it
@@ -191,6 +192,54 @@ func TestFallback(t *testing.T) {
 				t.Fatalf("went to the fallback: %v, want %v", got, tt.fallback)
 			}
 		})
+	}
+}
+
+func TestProxiedRequestsGoToFallback(t *testing.T) {
+	up := newUpstream(t, echoPath)
+	tr, fb := newTransport(t)
+	proxied := func(r *http.Request) (*url.URL, error) {
+		if r.URL.Path == "/proxied" {
+			return url.Parse(up.URL) // the upstream stands in for a proxy
+		}
+		return nil, nil
+	}
+	tr.Proxy = proxied
+	fb.Proxy = proxied
+	for _, path := range []string{"/direct", "/proxied"} {
+		if _, body, err := get(t, tr, t.Context(), up.URL+path); err != nil || body != "path="+path {
+			t.Fatalf("%s: %q, %v", path, body, err)
+		}
+	}
+	if n := fb.calls.Load(); n != 1 {
+		t.Fatalf("fallback got %d requests, want 1 (the proxied one)", n)
+	}
+}
+
+// An answer whose header passes the limit is refused, and not asked for
+// again: it would come back the same.
+func TestCapsTheAnswersHeader(t *testing.T) {
+	var served atomic.Int64
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			served.Add(1)
+			w.Header().Set("X-Padding", strings.Repeat("p", 4096))
+		}
+		echoPath(w, r)
+	})
+	tr, _ := newTransport(t)
+	tr.MaxResponseHeaderBytes = 1024
+	if _, _, err := get(t, tr, t.Context(), up.URL+"/small"); err != nil {
+		t.Fatal(err) // leaves a reused connection for the next request
+	}
+	if _, _, err := get(t, tr, t.Context(), up.URL+"/big"); err == nil {
+		t.Fatal("accepted a 4 KiB header under a 1 KiB limit")
+	}
+	if n := served.Load(); n != 1 {
+		t.Fatalf("the request was sent %d times, want 1", n)
+	}
+	if _, body, err := get(t, tr, t.Context(), up.URL+"/after"); err != nil || body != "path=/after" {
+		t.Fatalf("after a refused answer: %q, %v", body, err)
 	}
 }
 

@@ -1,14 +1,15 @@
-// Package hop carries the gateway's requests to its upstreams.
+// Package hop carries requests from one service to another: the gateway's
+// forwarded reads and box's calls to identity.
 //
-// The gateway's hot path is a body-less read forwarded to a service on the
-// same network. net/http's Transport serves each connection with two
-// goroutines of its own, one writing requests and one reading responses, and
-// a request crosses between them and its caller four times. On a machine
-// whose cores are already full, those hand-offs and the thread wake-ups
-// behind them cost the edge more than its own work. Transport sends such a
-// request from the caller's goroutine and reads the answer there too, over a
-// pool of kept-alive connections; what goes on the wire and how the answer
-// is read is still net/http's own code (Request.Write, http.ReadResponse).
+// The hot path is a body-less read sent to a service on the same network.
+// net/http's Transport serves each connection with two goroutines of its
+// own, one writing requests and one reading responses, and a request
+// crosses between them and its caller four times. On a machine whose cores
+// are already full, those hand-offs and the thread wake-ups behind them
+// cost a caller more than its own work. Transport sends such a request from
+// the caller's goroutine and reads the answer there too, over a pool of
+// kept-alive connections; what goes on the wire and how the answer is read
+// is still net/http's own code (Request.Write, http.ReadResponse).
 // Everything else, any request with a body among it, goes to the Fallback
 // transport.
 package hop
@@ -19,10 +20,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,9 +36,13 @@ import (
 // maxInformational bounds the 1xx answers read before the final one.
 const maxInformational = 5
 
+// DefaultMaxResponseHeaderBytes is net/http's own default.
+const DefaultMaxResponseHeaderBytes = 10 << 20
+
 // Transport is an http.RoundTripper for plain-HTTP upstreams. GET and HEAD
-// requests without a body or an Upgrade header are sent over its own
-// connections; every other request goes to Fallback. A request on a
+// requests without a body or an Upgrade header, and for which Proxy names no
+// proxy, are sent over its own connections; every other request goes to
+// Fallback. A request on a
 // reused connection that fails before its answer's header is read (the
 // upstream may have closed the connection while it sat idle) is sent once
 // more on a new connection, as net/http does for replayable requests.
@@ -52,6 +59,13 @@ type Transport struct {
 	// ResponseHeaderTimeout bounds the wait for an answer's header once the
 	// request is written; zero means no limit beyond the request's context.
 	ResponseHeaderTimeout time.Duration
+	// MaxResponseHeaderBytes caps an answer's header (1xx answers
+	// included); zero means DefaultMaxResponseHeaderBytes.
+	MaxResponseHeaderBytes int64
+	// Proxy, when set, is asked as net/http's Transport would ask it
+	// (http.ProxyFromEnvironment, say); a request it names a proxy for goes
+	// to Fallback, which is expected to use the same function.
+	Proxy func(*http.Request) (*url.URL, error)
 
 	mu       sync.Mutex
 	idle     map[string][]*conn // by address, most recently used last
@@ -63,15 +77,21 @@ type conn struct {
 	t      *Transport
 	addr   string
 	nc     net.Conn
-	br     *bufio.Reader
+	br     *bufio.Reader // reads through the conn itself, to count the header
 	bw     *bufio.Writer
 	idleAt time.Time
+	// readLimit is what the answer's header may still read; it is lifted
+	// for the body.
+	readLimit int64
 	// aborted is set once the request's context ended while the connection
 	// was in use; the connection is then never reused.
 	aborted atomic.Bool
 }
 
-var errUnexpectedSwitch = errors.New("hop: upstream switched protocols for a request that did not ask to")
+var (
+	errUnexpectedSwitch = errors.New("hop: upstream switched protocols for a request that did not ask to")
+	errHeaderTooLarge   = errors.New("hop: upstream's answer has a header over the limit")
+)
 
 // RoundTrip sends req and returns the upstream's answer. Its errors are
 // the request context's error once that context has ended, and otherwise
@@ -79,6 +99,11 @@ var errUnexpectedSwitch = errors.New("hop: upstream switched protocols for a req
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.carries(req) {
 		return t.Fallback.RoundTrip(req)
+	}
+	if t.Proxy != nil {
+		if proxy, err := t.Proxy(req); err != nil || proxy != nil {
+			return t.Fallback.RoundTrip(req)
+		}
 	}
 	if err := validHeader(req.Header); err != nil {
 		return nil, err
@@ -103,11 +128,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		var ne net.Error
-		if !reused || attempt > 0 || (errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, errUnexpectedSwitch) {
+		if !reused || attempt > 0 || !retryable(err) {
 			return nil, err
 		}
 	}
+}
+
+// retryable reports whether err, ending an exchange on a reused
+// connection, may mean only that the upstream had closed it. A timeout or
+// an answer refused for what it said would come again.
+func retryable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return !errors.Is(err, errUnexpectedSwitch) && !errors.Is(err, errHeaderTooLarge)
 }
 
 // carries reports whether req is one Transport sends itself.
@@ -188,9 +223,14 @@ func (c *conn) writeAndRead(req *http.Request) (*http.Response, error) {
 	if err := c.bw.Flush(); err != nil {
 		return nil, err
 	}
+	c.readLimit = c.t.maxHeader()
+	defer func() { c.readLimit = math.MaxInt64 }()
 	for n := 0; ; n++ {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
+			if c.readLimit <= 0 {
+				return nil, errHeaderTooLarge
+			}
 			return nil, err
 		}
 		switch {
@@ -209,6 +249,20 @@ func (c *conn) writeAndRead(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
+}
+
+// Read reads from the connection, within the header's limit while one is
+// being read.
+func (c *conn) Read(p []byte) (int, error) {
+	if c.readLimit <= 0 {
+		return 0, errHeaderTooLarge
+	}
+	if int64(len(p)) > c.readLimit {
+		p = p[:c.readLimit]
+	}
+	n, err := c.nc.Read(p)
+	c.readLimit -= int64(n)
+	return n, err
 }
 
 // abort interrupts whatever c is doing for a request whose context ended.
@@ -292,7 +346,9 @@ func (t *Transport) get(ctx context.Context, addr string, dial bool) (c *conn, r
 	if err != nil {
 		return nil, false, err
 	}
-	return &conn{t: t, addr: addr, nc: nc, br: bufio.NewReader(nc), bw: bufio.NewWriter(nc)}, false, nil
+	c = &conn{t: t, addr: addr, nc: nc, bw: bufio.NewWriter(nc), readLimit: math.MaxInt64}
+	c.br = bufio.NewReader(c)
+	return c, false, nil
 }
 
 // put keeps c for the next request to its address, or closes it when
@@ -368,6 +424,13 @@ func (t *Transport) maxIdle() int {
 		return t.MaxIdlePerHost
 	}
 	return 2
+}
+
+func (t *Transport) maxHeader() int64 {
+	if t.MaxResponseHeaderBytes > 0 {
+		return t.MaxResponseHeaderBytes
+	}
+	return DefaultMaxResponseHeaderBytes
 }
 
 func (t *Transport) idleTimeout() time.Duration {
