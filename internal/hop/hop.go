@@ -178,9 +178,17 @@ func validHeader(h http.Header) error {
 // exchange writes req on c and reads the answer's header. On success the
 // answer's body hands c back to the pool once read to its end and closed.
 func (c *conn) exchange(req *http.Request) (*http.Response, error) {
+	// The header's deadline is set only when it comes before the context's:
+	// with both at the same time, either could fire first, and the caller
+	// would be told of a timeout of the connection instead of its own.
+	headerDeadline := false
 	if d := c.t.ResponseHeaderTimeout; d > 0 {
-		if err := c.nc.SetReadDeadline(time.Now().Add(d)); err != nil {
-			return nil, err
+		at := time.Now().Add(d)
+		if end, ok := req.Context().Deadline(); !ok || at.Before(end) {
+			if err := c.nc.SetReadDeadline(at); err != nil {
+				return nil, err
+			}
+			headerDeadline = true
 		}
 	}
 	c.aborted.Store(false)
@@ -190,7 +198,7 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 		stop()
 		return nil, err
 	}
-	if c.t.ResponseHeaderTimeout > 0 {
+	if headerDeadline {
 		// The body is the caller's to read at its own pace; only the
 		// context bounds it from here.
 		if err := c.nc.SetReadDeadline(time.Time{}); err != nil {

@@ -477,6 +477,30 @@ func TestResponseHeaderTimeout(t *testing.T) {
 	}
 }
 
+// A context that ends when the header's timeout would tells the caller
+// of its own end, whichever timer the runtime fires first.
+func TestContextDeadlineWinsATie(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	tr, _ := newTransport(t)
+	const d = 20 * time.Millisecond
+	tr.ResponseHeaderTimeout = d
+	for i := 0; i < 20; i++ {
+		ctx, cancel := context.WithTimeout(t.Context(), d)
+		_, _, err := get(t, tr, ctx, up.URL+"/slow")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("try %d: err = %v, want context.DeadlineExceeded", i, err)
+		}
+	}
+}
+
 func TestInformationalAnswers(t *testing.T) {
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Link", "</style.css>; rel=preload")
