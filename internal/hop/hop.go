@@ -42,10 +42,12 @@ const DefaultMaxResponseHeaderBytes = 10 << 20
 // Transport is an http.RoundTripper for plain-HTTP upstreams. GET and HEAD
 // requests without a body or an Upgrade header, and for which Proxy names no
 // proxy, are sent over its own connections; every other request goes to
-// Fallback. A request on a
-// reused connection that fails before its answer's header is read (the
-// upstream may have closed the connection while it sat idle) is sent once
-// more on a new connection, as net/http does for replayable requests.
+// Fallback. A request on a reused connection that fails before its answer's
+// header is read (the upstream may have closed the connection while it sat
+// idle) is sent once more on a new connection, as net/http does for
+// replayable requests. A connection the upstream closed is found when it
+// is next used, not while it sits idle: net/http's reading goroutine is
+// what would notice it earlier.
 type Transport struct {
 	// Fallback carries the requests Transport does not; required.
 	Fallback http.RoundTripper
@@ -56,8 +58,9 @@ type Transport struct {
 	MaxIdlePerHost int
 	// IdleTimeout closes a connection idle for this long; zero means 90 s.
 	IdleTimeout time.Duration
-	// ResponseHeaderTimeout bounds the wait for an answer's header once the
-	// request is written; zero means no limit beyond the request's context.
+	// ResponseHeaderTimeout bounds the wait for an answer's header from the
+	// time the request is sent; zero means no limit beyond the request's
+	// context, which wins when it ends first or at the same time.
 	ResponseHeaderTimeout time.Duration
 	// MaxResponseHeaderBytes caps an answer's header (1xx answers
 	// included); zero means DefaultMaxResponseHeaderBytes.
@@ -91,11 +94,16 @@ type conn struct {
 var (
 	errUnexpectedSwitch = errors.New("hop: upstream switched protocols for a request that did not ask to")
 	errHeaderTooLarge   = errors.New("hop: upstream's answer has a header over the limit")
+	// errTooManyInformational is net/http's limit too.
+	errTooManyInformational = fmt.Errorf("hop: upstream sent more than %d informational answers", maxInformational)
 )
 
-// RoundTrip sends req and returns the upstream's answer. Its errors are
-// the request context's error once that context has ended, and otherwise
-// the dial, write or read error that ended the exchange.
+// RoundTrip sends req and returns the upstream's answer. Its errors: the
+// request context's error once that context has ended; a refusal of a
+// header field that could split the request; an answer that switches
+// protocols, sends more than five 1xx answers or has a header over
+// MaxResponseHeaderBytes; otherwise the dial, write or read error that
+// ended the exchange.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.carries(req) {
 		return t.Fallback.RoundTrip(req)
@@ -142,7 +150,8 @@ func retryable(err error) bool {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return false
 	}
-	return !errors.Is(err, errUnexpectedSwitch) && !errors.Is(err, errHeaderTooLarge)
+	return !errors.Is(err, errUnexpectedSwitch) && !errors.Is(err, errHeaderTooLarge) &&
+		!errors.Is(err, errTooManyInformational)
 }
 
 // carries reports whether req is one Transport sends itself.
@@ -247,7 +256,7 @@ func (c *conn) writeAndRead(req *http.Request) (*http.Response, error) {
 		case resp.StatusCode >= 200:
 			return resp, nil
 		case n == maxInformational:
-			return nil, fmt.Errorf("hop: more than %d informational answers", maxInformational)
+			return nil, errTooManyInformational
 		}
 		// An informational answer (103 Early Hints, say) goes to whoever
 		// asked for them, as ReverseProxy does to pass them on.

@@ -524,6 +524,31 @@ func TestInformationalAnswers(t *testing.T) {
 	}
 }
 
+// Past five informational answers the exchange is refused, as net/http's
+// transport refuses it, and not asked for again.
+func TestRefusesEndlessInformationalAnswers(t *testing.T) {
+	var served atomic.Int64
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/chatty" {
+			served.Add(1)
+			for i := 0; i < 6; i++ {
+				w.WriteHeader(http.StatusEarlyHints)
+			}
+		}
+		echoPath(w, r)
+	})
+	tr, _ := newTransport(t)
+	if _, _, err := get(t, tr, t.Context(), up.URL+"/warm"); err != nil {
+		t.Fatal(err) // leaves a reused connection for the next request
+	}
+	if _, _, err := get(t, tr, t.Context(), up.URL+"/chatty"); err == nil {
+		t.Fatal("accepted six informational answers")
+	}
+	if n := served.Load(); n != 1 {
+		t.Fatalf("the request was sent %d times, want 1", n)
+	}
+}
+
 func TestClosesIdleConnectionsAfterTimeout(t *testing.T) {
 	up := newUpstream(t, echoPath)
 	tr, _ := newTransport(t)
