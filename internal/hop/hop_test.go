@@ -216,33 +216,6 @@ func TestProxiedRequestsGoToFallback(t *testing.T) {
 	}
 }
 
-// An answer whose header passes the limit is refused, and not asked for
-// again: it would come back the same.
-func TestCapsTheAnswersHeader(t *testing.T) {
-	var served atomic.Int64
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/big" {
-			served.Add(1)
-			w.Header().Set("X-Padding", strings.Repeat("p", 4096))
-		}
-		echoPath(w, r)
-	})
-	tr, _ := newTransport(t)
-	tr.MaxResponseHeaderBytes = 1024
-	if _, _, err := get(t, tr, t.Context(), up.URL+"/small"); err != nil {
-		t.Fatal(err) // leaves a reused connection for the next request
-	}
-	if _, _, err := get(t, tr, t.Context(), up.URL+"/big"); err == nil {
-		t.Fatal("accepted a 4 KiB header under a 1 KiB limit")
-	}
-	if n := served.Load(); n != 1 {
-		t.Fatalf("the request was sent %d times, want 1", n)
-	}
-	if _, body, err := get(t, tr, t.Context(), up.URL+"/after"); err != nil || body != "path=/after" {
-		t.Fatalf("after a refused answer: %q, %v", body, err)
-	}
-}
-
 func TestRefusesHeadersThatSplitTheRequest(t *testing.T) {
 	var served atomic.Int64
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { served.Add(1) })
@@ -524,28 +497,48 @@ func TestInformationalAnswers(t *testing.T) {
 	}
 }
 
-// Past five informational answers the exchange is refused, as net/http's
-// transport refuses it, and not asked for again.
-func TestRefusesEndlessInformationalAnswers(t *testing.T) {
-	var served atomic.Int64
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/chatty" {
-			served.Add(1)
+// An answer refused for what it says is not asked for again: it would come
+// back the same. The connection it came on is dropped, and the next request
+// is served.
+func TestRefusedAnswersAreNotRetried(t *testing.T) {
+	tests := []struct {
+		name   string
+		answer func(w http.ResponseWriter) // before the body
+	}{
+		// A 4 KiB header under a 1 KiB limit.
+		{"HeaderOverLimit", func(w http.ResponseWriter) { w.Header().Set("X-Padding", strings.Repeat("p", 4096)) }},
+		// Past five informational answers, as net/http's transport refuses.
+		{"EndlessInformational", func(w http.ResponseWriter) {
 			for i := 0; i < 6; i++ {
 				w.WriteHeader(http.StatusEarlyHints)
 			}
-		}
-		echoPath(w, r)
-	})
-	tr, _ := newTransport(t)
-	if _, _, err := get(t, tr, t.Context(), up.URL+"/warm"); err != nil {
-		t.Fatal(err) // leaves a reused connection for the next request
+		}},
 	}
-	if _, _, err := get(t, tr, t.Context(), up.URL+"/chatty"); err == nil {
-		t.Fatal("accepted six informational answers")
-	}
-	if n := served.Load(); n != 1 {
-		t.Fatalf("the request was sent %d times, want 1", n)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var served atomic.Int64
+			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/refused" {
+					served.Add(1)
+					tt.answer(w)
+				}
+				echoPath(w, r)
+			})
+			tr, _ := newTransport(t)
+			tr.MaxResponseHeaderBytes = 1024
+			if _, _, err := get(t, tr, t.Context(), up.URL+"/warm"); err != nil {
+				t.Fatal(err) // leaves a reused connection for the next request
+			}
+			if _, _, err := get(t, tr, t.Context(), up.URL+"/refused"); err == nil {
+				t.Fatal("accepted the answer")
+			}
+			if n := served.Load(); n != 1 {
+				t.Fatalf("the request was sent %d times, want 1", n)
+			}
+			if _, body, err := get(t, tr, t.Context(), up.URL+"/after"); err != nil || body != "path=/after" {
+				t.Fatalf("after a refused answer: %q, %v", body, err)
+			}
+		})
 	}
 }
 
