@@ -22,25 +22,10 @@ const identityCallTimeout = 10 * time.Second
 
 // NewTransport returns the transport for upstream calls: body-less reads
 // go over the gateway's own connections (package hop), everything else
-// through NewHTTPTransport.
+// through NewHTTPTransport, with the same settings.
 func NewTransport() http.RoundTripper {
-	return &hop.Transport{
-		Fallback:              NewHTTPTransport(),
-		Dial:                  dialer.DialContext,
-		MaxIdlePerHost:        maxIdlePerHost,
-		IdleTimeout:           idleTimeout,
-		ResponseHeaderTimeout: responseHeaderTimeout,
-	}
+	return hop.New(NewHTTPTransport())
 }
-
-// The upstream connections' settings, shared by both transports.
-const (
-	maxIdlePerHost        = 256
-	idleTimeout           = 90 * time.Second
-	responseHeaderTimeout = 30 * time.Second
-)
-
-var dialer = &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 
 // NewHTTPTransport returns net/http's transport with the gateway's
 // settings. The default transport keeps two idle connections per host,
@@ -49,13 +34,16 @@ var dialer = &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 // ignored: the upstreams are internal addresses.
 func NewHTTPTransport() *http.Transport {
 	return &http.Transport{
-		DialContext:           dialer.DialContext,
+		DialContext: (&net.Dialer{
+			Timeout:   5 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   maxIdlePerHost,
-		IdleConnTimeout:       idleTimeout,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   5 * time.Second,
-		ResponseHeaderTimeout: responseHeaderTimeout,
+		ResponseHeaderTimeout: 30 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
 }

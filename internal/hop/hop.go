@@ -75,6 +75,24 @@ type Transport struct {
 	sweeping bool
 }
 
+// New returns a Transport that hands fallback what it does not carry
+// itself and carries the rest with fallback's own settings: its dialer,
+// proxy function, idle connections per host, idle timeout, header timeout
+// and header cap. Built this way, the two transports cannot disagree on
+// them. A zero IdleConnTimeout, which net/http takes as no limit, gets
+// Transport's 90 s.
+func New(fallback *http.Transport) *Transport {
+	return &Transport{
+		Fallback:               fallback,
+		Dial:                   fallback.DialContext,
+		Proxy:                  fallback.Proxy,
+		MaxIdlePerHost:         fallback.MaxIdleConnsPerHost,
+		IdleTimeout:            fallback.IdleConnTimeout,
+		ResponseHeaderTimeout:  fallback.ResponseHeaderTimeout,
+		MaxResponseHeaderBytes: fallback.MaxResponseHeaderBytes,
+	}
+}
+
 // conn is one kept-alive connection to an upstream.
 type conn struct {
 	t      *Transport

@@ -642,3 +642,92 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestNewTakesTheFallbacksSettings: a Transport built by New dials with the
+// fallback's dialer, caps and times the answer's header as the fallback
+// would, sends what the fallback's proxy function names a proxy for to the
+// fallback, and keeps as many idle connections, for as long, as the
+// fallback would.
+func TestNewTakesTheFallbacksSettings(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big":
+			w.Header().Set("X-Padding", strings.Repeat("p", 4096))
+		case "/slow":
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		}
+		echoPath(w, r)
+	})
+	proxy := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "via proxy")
+	})
+	proxyURL, err := url.Parse(proxy.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dials atomic.Int64
+	tr := hop.New(&http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+		Proxy: func(r *http.Request) (*url.URL, error) {
+			if r.URL.Path == "/proxied" {
+				return proxyURL, nil
+			}
+			return nil, nil
+		},
+		MaxIdleConnsPerHost:    1,
+		IdleConnTimeout:        time.Second, // long enough for the pairs below, on a busy machine too
+		ResponseHeaderTimeout:  100 * time.Millisecond,
+		MaxResponseHeaderBytes: 1024,
+	})
+	t.Cleanup(tr.CloseIdleConnections)
+
+	if _, body, err := get(t, tr, t.Context(), up.URL+"/a"); err != nil || body != "path=/a" {
+		t.Fatalf("/a: %q, %v", body, err)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("dials through the fallback's dialer = %d, want 1", n)
+	}
+	if _, _, err := get(t, tr, t.Context(), up.URL+"/big"); err == nil || !strings.Contains(err.Error(), "over the limit") {
+		t.Fatalf("a 4 KiB header under the fallback's 1 KiB cap: err = %v", err)
+	}
+	var ne net.Error
+	if _, _, err := get(t, tr, t.Context(), up.URL+"/slow"); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("a header later than the fallback's timeout: err = %v, want a timeout", err)
+	}
+	if _, body, err := get(t, tr, t.Context(), up.URL+"/proxied"); err != nil || body != "via proxy" {
+		t.Fatalf("/proxied: %q, %v; want the fallback to send it to the proxy", body, err)
+	}
+	// Two answers held open at once take two connections; with the
+	// fallback's one idle connection per host, only one is kept, so the
+	// next pair dials once.
+	pair := func() {
+		var bodies []io.ReadCloser
+		for _, path := range []string{"/b", "/c"} {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, up.URL+path, nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bodies = append(bodies, resp.Body)
+		}
+		for _, b := range bodies {
+			_, _ = io.Copy(io.Discard, b)
+			b.Close()
+		}
+	}
+	pair()
+	before := dials.Load()
+	pair()
+	if n := dials.Load() - before; n != 1 {
+		t.Fatalf("a second pair dialed %d times, want 1 (one idle connection kept)", n)
+	}
+	waitFor(t, "the upstream's connections closed after the fallback's idle timeout", func() bool {
+		return up.closed.Load() == up.opened.Load()
+	})
+}

@@ -52,11 +52,12 @@ func New(baseURL string, timeout time.Duration, logger *slog.Logger) *Client {
 	// Every box request makes one identity call, so the idle pool must
 	// cover box's peak concurrency: past MaxIdleConnsPerHost a finished
 	// call closes its connection and the next one dials again. With 64,
-	// 128 concurrent artifact checks fell below the rate of 32.
-	dial := (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
-	fallback := &http.Transport{
+	// 128 concurrent artifact checks fell below the rate of 32. Every call
+	// is a GET, which over plain HTTP goes over hop's own connections with
+	// these settings.
+	transport := hop.New(&http.Transport{
 		Proxy:                  http.ProxyFromEnvironment,
-		DialContext:            dial,
+		DialContext:            (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           1024,
 		MaxIdleConnsPerHost:    256,
@@ -64,18 +65,7 @@ func New(baseURL string, timeout time.Duration, logger *slog.Logger) *Client {
 		TLSHandshakeTimeout:    timeout,
 		ResponseHeaderTimeout:  timeout,
 		MaxResponseHeaderBytes: 64 << 10,
-	}
-	// Every call is a GET: over plain HTTP it goes over hop's own
-	// connections, the same settings applied.
-	transport := &hop.Transport{
-		Fallback:               fallback,
-		Proxy:                  fallback.Proxy,
-		Dial:                   dial,
-		MaxIdlePerHost:         fallback.MaxIdleConnsPerHost,
-		IdleTimeout:            fallback.IdleConnTimeout,
-		ResponseHeaderTimeout:  fallback.ResponseHeaderTimeout,
-		MaxResponseHeaderBytes: fallback.MaxResponseHeaderBytes,
-	}
+	})
 	return &Client{
 		base:    strings.TrimRight(baseURL, "/"),
 		timeout: timeout,
