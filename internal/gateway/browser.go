@@ -216,7 +216,7 @@ func (g *Gateway) callIdentity(r *http.Request, method, path, bearer string, bod
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("traceparent", httpx.TraceFrom(r.Context()).Traceparent())
+	req.Header.Set(httpx.TraceparentHeader, httpx.TraceFrom(r.Context()).Traceparent())
 	req.Header.Set("X-Forwarded-For", clientIP(r, g.opts.TrustedProxies))
 	if ua := r.Header.Get("User-Agent"); ua != "" {
 		req.Header.Set("User-Agent", ua)

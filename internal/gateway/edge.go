@@ -3,8 +3,10 @@ package gateway
 import (
 	"errors"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
@@ -124,7 +126,7 @@ func (g *Gateway) limitedByAddress(h http.HandlerFunc) http.Handler {
 // and, over the limit, answers 429 with Retry-After.
 func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, key string) bool {
 	d := g.limiter.Allow(r.Context(), key)
-	setRateHeaders(w.Header(), d)
+	g.setRateHeaders(w.Header(), d)
 	if d.Allowed {
 		return true
 	}
@@ -135,11 +137,39 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, key string) bool
 	return false
 }
 
-func setRateHeaders(h http.Header, d ratelimit.Decision) {
-	h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	h.Set("RateLimit-Reset", retrySeconds(d.ResetAfter))
-	h.Set("RateLimit-Policy", strconv.Itoa(d.Limit)+";w="+strconv.Itoa(int(d.Period.Seconds())))
+// The RateLimit header names as a Header stores them. They are set on
+// every response, and Header.Set would canonicalize each, which for these
+// names means a new string every time.
+var (
+	rateLimitLimit     = textproto.CanonicalMIMEHeaderKey("RateLimit-Limit")
+	rateLimitRemaining = textproto.CanonicalMIMEHeaderKey("RateLimit-Remaining")
+	rateLimitReset     = textproto.CanonicalMIMEHeaderKey("RateLimit-Reset")
+	rateLimitPolicy    = textproto.CanonicalMIMEHeaderKey("RateLimit-Policy")
+)
+
+// policyHeaders are the RateLimit values that depend only on the policy,
+// rendered once instead of on every response.
+type policyHeaders struct {
+	limit                   int
+	period                  time.Duration
+	limitValue, policyValue string
+}
+
+func (g *Gateway) setRateHeaders(h http.Header, d ratelimit.Decision) {
+	p := g.policy.Load()
+	if p == nil || p.limit != d.Limit || p.period != d.Period {
+		p = &policyHeaders{
+			limit:       d.Limit,
+			period:      d.Period,
+			limitValue:  strconv.Itoa(d.Limit),
+			policyValue: strconv.Itoa(d.Limit) + ";w=" + strconv.Itoa(int(d.Period.Seconds())),
+		}
+		g.policy.Store(p)
+	}
+	h[rateLimitLimit] = []string{p.limitValue}
+	h[rateLimitRemaining] = []string{strconv.Itoa(d.Remaining)}
+	h[rateLimitReset] = []string{retrySeconds(d.ResetAfter)}
+	h[rateLimitPolicy] = []string{p.policyValue}
 }
 
 func unsafeMethod(m string) bool {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
@@ -59,6 +60,7 @@ type Gateway struct {
 	client   *http.Client // for the gateway's own calls to identity
 	origins  map[string]bool
 	handler  http.Handler
+	policy   atomic.Pointer[policyHeaders] // the limiter's policy, rendered
 }
 
 // New returns the gateway's handler, with request logging and trace

@@ -1,12 +1,14 @@
 package gateway_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/platformco/platform/internal/gateway"
 	"github.com/platformco/platform/internal/gateway/gatewaytest"
+	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/httpx"
 )
 
@@ -318,6 +321,53 @@ func TestForwardedHeaders(t *testing.T) {
 			t.Errorf("spoofed forwarding headers reached the upstream: %v", got)
 		}
 	})
+}
+
+// policyLimiter admits everything under whichever policy it is set to.
+type policyLimiter struct {
+	mu     sync.Mutex
+	limit  int
+	period time.Duration
+}
+
+func (l *policyLimiter) set(limit int, period time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.limit, l.period = limit, period
+}
+
+func (l *policyLimiter) Allow(context.Context, string) ratelimit.Decision {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return ratelimit.Decision{Allowed: true, Limit: l.limit, Period: l.period, Remaining: l.limit - 1, ResetAfter: 1500 * time.Millisecond}
+}
+
+// The headers' policy values are rendered once per policy; a limiter that
+// changes its policy must change them too.
+func TestRateLimitHeadersFollowThePolicy(t *testing.T) {
+	lim := &policyLimiter{}
+	h := newHarness(t, setup{limiter: lim})
+	tok := h.token(t)
+	tests := []struct {
+		limit  int
+		period time.Duration
+		want   map[string]string
+	}{
+		{600, time.Minute, map[string]string{"RateLimit-Limit": "600", "RateLimit-Remaining": "599", "RateLimit-Reset": "2", "RateLimit-Policy": "600;w=60"}},
+		{600, time.Minute, map[string]string{"RateLimit-Limit": "600", "RateLimit-Policy": "600;w=60"}},
+		{50, time.Second, map[string]string{"RateLimit-Limit": "50", "RateLimit-Remaining": "49", "RateLimit-Policy": "50;w=1"}},
+		{50, time.Hour, map[string]string{"RateLimit-Limit": "50", "RateLimit-Policy": "50;w=3600"}},
+	}
+	for _, tt := range tests {
+		lim.set(tt.limit, tt.period)
+		w := h.do(t, "GET", "/v1/me", tok, nil)
+		wantUpstream(t, w, "identity")
+		for k, v := range tt.want {
+			if got := w.Header().Values(k); len(got) != 1 || got[0] != v {
+				t.Errorf("policy %d/%v: %s = %q, want [%s]", tt.limit, tt.period, k, got, v)
+			}
+		}
+	}
 }
 
 func TestRateLimitPerProcess(t *testing.T) {

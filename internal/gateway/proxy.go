@@ -97,7 +97,7 @@ func (g *Gateway) newUpstream(name string, base *url.URL) *upstream {
 				}
 				h.Set("X-Forwarded-Host", pr.In.Host)
 				h.Set("X-Forwarded-Proto", fw.proto)
-				h.Set("traceparent", httpx.TraceFrom(pr.In.Context()).Traceparent())
+				h.Set(httpx.TraceparentHeader, httpx.TraceFrom(pr.In.Context()).Traceparent())
 				if fw.bearer != "" {
 					h.Set("Authorization", "Bearer "+fw.bearer)
 				}

@@ -114,6 +114,53 @@ func TestParseTraceparent(t *testing.T) {
 	}
 }
 
+func TestTraceFromRequest(t *testing.T) {
+	const caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
+	tests := []struct {
+		name        string
+		traceparent string
+		wantTraceID string // empty: a new one
+		wantFlags   string
+	}{
+		{"no traceparent starts a trace", "", "", "01"},
+		{"a malformed one starts a trace", "00-garbage-01", "", "01"},
+		{"a valid one is continued", caller, "4bf92f3577b34da6a3ce929d0e0e4736", "00"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seen := map[string]bool{}
+			for range 3 {
+				r := httptest.NewRequest("GET", "/", nil)
+				if tt.traceparent != "" {
+					r.Header.Set("traceparent", tt.traceparent)
+				}
+				tr := TraceFromRequest(r)
+				id, span, flags, ok := ParseTraceparent(tr.Traceparent())
+				if !ok || id != tr.TraceID || span != tr.SpanID || flags != tt.wantFlags {
+					t.Fatalf("Traceparent() = %q from %+v, want a valid one with flags %s", tr.Traceparent(), tr, tt.wantFlags)
+				}
+				if tt.wantTraceID != "" && id != tt.wantTraceID {
+					t.Errorf("trace id = %s, want the caller's %s", id, tt.wantTraceID)
+				}
+				if span == "00f067aa0ba902b7" {
+					t.Errorf("span id is the caller's; want one of this hop's own")
+				}
+				// Every request gets its own span id, and a new trace its own
+				// trace id.
+				for _, v := range []string{span, id} {
+					if v == tt.wantTraceID {
+						continue
+					}
+					if seen[v] {
+						t.Errorf("id %s came twice", v)
+					}
+					seen[v] = true
+				}
+			}
+		})
+	}
+}
+
 func TestObserveRecoversPanics(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))

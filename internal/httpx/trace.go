@@ -21,6 +21,12 @@ func (t Trace) Traceparent() string {
 	return "00-" + t.TraceID + "-" + t.SpanID + "-" + t.Flags
 }
 
+// TraceparentHeader is the traceparent header's name as http.Header keeps
+// it. Read and set on every request, in that form it skips Header's
+// canonicalizing, which for the lower-case name means a new string each
+// time.
+const TraceparentHeader = "Traceparent"
+
 type traceKey struct{}
 
 // TraceFrom returns the request's trace context, or a fresh one when the
@@ -29,7 +35,7 @@ func TraceFrom(ctx context.Context) Trace {
 	if t, ok := ctx.Value(traceKey{}).(Trace); ok {
 		return t
 	}
-	return Trace{TraceID: randomHex(16), SpanID: randomHex(8), Flags: "01"}
+	return newTrace()
 }
 
 // WithTrace returns ctx carrying t.
@@ -56,10 +62,17 @@ func ParseTraceparent(h string) (traceID, parentID, flags string, ok bool) {
 // TraceFromRequest continues the caller's trace when r carries a valid
 // traceparent, and starts a new one otherwise.
 func TraceFromRequest(r *http.Request) Trace {
-	if id, _, flags, ok := ParseTraceparent(r.Header.Get("traceparent")); ok {
+	if id, _, flags, ok := ParseTraceparent(r.Header.Get(TraceparentHeader)); ok {
 		return Trace{TraceID: id, SpanID: randomHex(8), Flags: flags}
 	}
-	return Trace{TraceID: randomHex(16), SpanID: randomHex(8), Flags: "01"}
+	return newTrace()
+}
+
+// newTrace starts a trace: both ids come from one read of the random
+// source.
+func newTrace() Trace {
+	ids := randomHex(16 + 8)
+	return Trace{TraceID: ids[:32], SpanID: ids[32:], Flags: "01"}
 }
 
 func isLowerHex(s string, n int) bool {

@@ -106,7 +106,7 @@ func (c *Client) get(ctx context.Context, call, path, token string) (int, []byte
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("traceparent", httpx.TraceFrom(ctx).Traceparent())
+	req.Header.Set(httpx.TraceparentHeader, httpx.TraceFrom(ctx).Traceparent())
 	resp, err := c.http.Do(req)
 	if err != nil {
 		class := "transport"
