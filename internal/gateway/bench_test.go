@@ -28,13 +28,7 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 		_, _ = w.Write([]byte(`{"id":"0b7c1f7e-6a55-4d3b-9f0e-3d7b1c2a9e10","email":"ada@example.com"}`))
 	})
 	ks := gatewaytest.NewKeyServer(b, mux)
-	cache := jwks.New(jwks.Options{URL: ks.JWKSURL(), TTL: time.Hour})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go cache.Run(ctx)
-	for !cache.Status(time.Now()).Usable {
-		time.Sleep(5 * time.Millisecond)
-	}
+	cache := usableKeys(b, ks)
 	gw := gateway.New(gateway.Options{
 		IdentityURL: mustURL(b, ks.URL),
 		Verifier:    gateway.NewVerifier(cache, ks.Issuer),
@@ -69,7 +63,7 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 		v := gateway.NewVerifier(cache, ks.Issuer)
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := v.Verify(ctx, token); err != nil {
+			if _, err := v.Verify(b.Context(), token); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -99,13 +93,7 @@ func (u cannedUpstream) RoundTrip(req *http.Request) (*http.Response, error) {
 // the edge adds on top of the sockets a forwarder needs anyway.
 func BenchmarkGatewayEdge(b *testing.B) {
 	ks := gatewaytest.NewKeyServer(b, http.NewServeMux())
-	cache := jwks.New(jwks.Options{URL: ks.JWKSURL(), TTL: time.Hour})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go cache.Run(ctx)
-	for !cache.Status(time.Now()).Usable {
-		time.Sleep(5 * time.Millisecond)
-	}
+	cache := usableKeys(b, ks)
 	gw := gateway.New(gateway.Options{
 		IdentityURL: mustURL(b, "http://127.0.0.1:1"),
 		Verifier:    gateway.NewVerifier(cache, ks.Issuer),
@@ -126,4 +114,17 @@ func BenchmarkGatewayEdge(b *testing.B) {
 			b.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
 	}
+}
+
+// usableKeys returns a key cache of ks's key set once it can verify; the
+// cache stops with the benchmark.
+func usableKeys(b *testing.B, ks *gatewaytest.KeyServer) *jwks.Cache {
+	cache := jwks.New(jwks.Options{URL: ks.JWKSURL(), TTL: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	go cache.Run(ctx)
+	for !cache.Status(time.Now()).Usable {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return cache
 }
