@@ -265,9 +265,11 @@ func TestPoisonEventParkedNextProcessed(t *testing.T) {
 			cfg := Config{MaxAttempts: 3, Backoff: []time.Duration{50 * time.Millisecond}}
 			run(t, newConsumer(t, db, js, b, cfg, h, sink))
 
-			eventstest.Eventually(t, 20*time.Second, "poison and malformed parked, others applied", func() bool {
+			// The alert follows the park's commit, so it is waited for too.
+			eventstest.Eventually(t, 20*time.Second, "poison and malformed parked and alerted, others applied", func() bool {
 				return count(t, db, `SELECT count(*) FROM parked_events`) == 2 &&
-					applications(t, db, next.ID) == 1 && applications(t, db, final.ID) == 1
+					applications(t, db, next.ID) == 1 && applications(t, db, final.ID) == 1 &&
+					sink.alerts() >= 2
 			})
 			var errText string
 			var deliveries int
