@@ -123,8 +123,6 @@ func usableKeys(b *testing.B, ks *gatewaytest.KeyServer) *jwks.Cache {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	go cache.Run(ctx)
-	for !cache.Status(time.Now()).Usable {
-		time.Sleep(5 * time.Millisecond)
-	}
+	gatewaytest.WaitFor(b, "the key set", func() bool { return cache.Status(time.Now()).Usable })
 	return cache
 }
