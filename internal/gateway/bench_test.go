@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -120,9 +119,7 @@ func BenchmarkGatewayEdge(b *testing.B) {
 // cache stops with the benchmark.
 func usableKeys(b *testing.B, ks *gatewaytest.KeyServer) *jwks.Cache {
 	cache := jwks.New(jwks.Options{URL: ks.JWKSURL(), TTL: time.Hour})
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	go cache.Run(ctx)
+	go cache.Run(b.Context())
 	gatewaytest.WaitFor(b, "the key set", func() bool { return cache.Status(time.Now()).Usable })
 	return cache
 }
