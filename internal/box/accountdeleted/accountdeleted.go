@@ -87,18 +87,31 @@ type Config struct {
 	Backoff []time.Duration
 }
 
-// Start runs the consumer in the background and returns a function that
-// stops it. It fails at once only on a malformed URL or a database whose
-// consumer tables are missing (run `platform box migrate`); a broker that
-// is unreachable is waited for, retried every few seconds, so box serves
-// meanwhile and deletions are applied once it comes.
-func Start(ctx context.Context, db *sqldb.DB, store *sqlstore.Store, cfg Config, logger *slog.Logger) (stop func(), err error) {
+// errUnmigrated is a database without the consumer library's tables.
+var errUnmigrated = errors.New("event consumer tables are missing: run `platform box migrate`")
+
+// checkTables fails when the consumer tables are missing or the database
+// cannot say.
+func checkTables(ctx context.Context, db *sqldb.DB) error {
 	pending, err := consumer.Pending(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("event consumer tables: %w", err)
+		return fmt.Errorf("event consumer tables: %w", err)
 	}
 	if pending {
-		return nil, errors.New("event consumer tables are missing: run `platform box migrate`")
+		return errUnmigrated
+	}
+	return nil
+}
+
+// Start runs the consumer in the background and returns a function that
+// stops it. It fails at once only on a malformed URL or a database that
+// answers without the consumer tables (run `platform box migrate`); a
+// database or broker that is unreachable is waited for, retried every few
+// seconds, so box serves meanwhile and deletions, kept in the stream, are
+// applied once both answer.
+func Start(ctx context.Context, db *sqldb.DB, store *sqlstore.Store, cfg Config, logger *slog.Logger) (stop func(), err error) {
+	if err := checkTables(ctx, db); errors.Is(err, errUnmigrated) {
+		return nil, err
 	}
 	nc, err := events.Connect(cfg.EventsURL, "platform-box-"+ConsumerName, logger)
 	if err != nil {
@@ -116,7 +129,11 @@ func Start(ctx context.Context, db *sqldb.DB, store *sqlstore.Store, cfg Config,
 	wg.Go(func() {
 		for runCtx.Err() == nil {
 			setup, cancelSetup := context.WithTimeout(runCtx, 10*time.Second)
-			c, err := consumer.New(setup, db, js, ccfg, Handler(store, logger), logger)
+			err := checkTables(setup, db)
+			var c *consumer.Consumer
+			if err == nil {
+				c, err = consumer.New(setup, db, js, ccfg, Handler(store, logger), logger)
+			}
 			cancelSetup()
 			if err == nil {
 				logger.Info("events: consuming", "type", Type)

@@ -189,3 +189,33 @@ func TestStartRefusesUnmigratedDatabase(t *testing.T) {
 		t.Errorf("error %q does not name %q", err, want)
 	}
 }
+
+// TestStartWaitsForTheBroker: a broker that is down when box starts does
+// not stop it; once the broker is back, a deletion published there is
+// applied.
+func TestStartWaitsForTheBroker(t *testing.T) {
+	ctx := context.Background()
+	db := sqltest.Open(t, sqldb.SQLite, sqlstore.Migrations)
+	if _, err := consumer.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	store := sqlstore.New(db)
+	grant(t, store, deleted, box.ProductPlatform)
+
+	b := eventstest.Embedded(t)
+	b.Server.Shutdown()
+	stop, err := accountdeleted.Start(ctx, db, store, accountdeleted.Config{EventsURL: b.URL, Stream: b.Stream},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("Start with the broker down: %v", err)
+	}
+	t.Cleanup(stop)
+
+	b.Restart(t)
+	_, js := eventstest.Connect(t, b)
+	eventstest.EnsureStream(t, js, b)
+	publish(t, js, b, deletion(deleted, `{"account_id":"`+deleted+`","deleted_by":"`+owner+`"}`))
+	eventstest.Eventually(t, deadline, "the deletion applied after the broker came back", func() bool {
+		return count(t, db, `SELECT count(*) FROM entitlements WHERE account_id = $1 AND status = 'revoked'`, deleted) == 1
+	})
+}
