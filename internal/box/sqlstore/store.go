@@ -3,7 +3,8 @@
 // The schema (migrations/) carries the invariants: a partial unique index
 // allows one active entitlement per (account, product), triggers keep
 // entitlement_events append-only and an entitlement's grant fixed, and
-// restricting foreign keys keep any entitlement that has events.
+// restricting foreign keys keep any entitlement that has events (on SQLite
+// also as triggers, which bind connections that turn foreign keys off).
 package sqlstore
 
 import (
