@@ -101,6 +101,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"PORT":             fmt.Sprint(boxPort),
 		"DATABASE_URL":     boxDB,
 		"BOX_IDENTITY_URL": identityURL,
+		"EVENTS_URL":       natsURL,
 	}))
 	if err != nil {
 		return err

@@ -226,7 +226,13 @@ func TestCheckFindsDisagreements(t *testing.T) {
 				v["properties"].(map[string]any)["user_id"] = map[string]any{"type": "string", "pattern": "^user_[0-9a-z]{26}$"}
 			})
 			return []Manifest{identityManifest()}
-		}, "identity.user.created", "an identifier takes no pattern"},
+		}, "identity.user.created", "an identifier's pattern must be"},
+		{"SchemaIDWithoutPattern", func(t *testing.T, m fstest.MapFS) []Manifest {
+			editJSON(t, m, "identity/account/deleted.schema.json", func(v map[string]any) {
+				delete(v["properties"].(map[string]any)["deleted_by"].(map[string]any), "pattern")
+			})
+			return []Manifest{identityManifest()}
+		}, "identity.account.deleted", "an identifier's pattern must be"},
 		{"SchemaIDNotUUID", func(t *testing.T, m fstest.MapFS) []Manifest {
 			editJSON(t, m, "identity/member/removed.schema.json", func(v map[string]any) {
 				v["properties"].(map[string]any)["removed_by"] = map[string]any{"type": "string"}

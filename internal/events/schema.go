@@ -106,11 +106,18 @@ var (
 	schemaLists   = []string{"allOf", "anyOf", "oneOf", "prefixItems"}
 )
 
+// UUIDPattern is the pattern every identifier property carries beside
+// format uuid. Draft 2020-12 makes format an annotation unless a validator
+// is told to assert it, so the pattern is what makes a standard validator
+// refuse a prefixed, braced or upper-case id.
+const UUIDPattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+
 // lintSchema enforces what platform.md asks of payload schemas beyond
 // validity: every object is closed (additionalProperties or
 // unevaluatedProperties false), and identifiers are bare UUIDs: a property
-// named id, *_id or *_by (an actor) must be a string of format uuid with no
-// pattern, so no schema can require a prefixed identifier.
+// named id, *_id or *_by (an actor) must be a string of format uuid with
+// exactly UUIDPattern, so no schema can require a prefixed identifier and
+// every validator, asserting formats or not, refuses one.
 func lintSchema(s map[string]any, at string) []string {
 	var problems []string
 	_, hasProps := s["properties"]
@@ -128,8 +135,8 @@ func lintSchema(s map[string]any, at string) []string {
 			if ps["type"] != "string" || ps["format"] != "uuid" {
 				problems = append(problems, fmt.Sprintf("%s/properties/%s: an identifier must be {\"type\": \"string\", \"format\": \"uuid\"} (a bare UUID)", at, name))
 			}
-			if _, ok := ps["pattern"]; ok {
-				problems = append(problems, fmt.Sprintf("%s/properties/%s: an identifier takes no pattern (bare UUIDs only, never prefixed)", at, name))
+			if ps["pattern"] != UUIDPattern {
+				problems = append(problems, fmt.Sprintf("%s/properties/%s: an identifier's pattern must be %q (bare lower-case UUIDs only, never prefixed)", at, name, UUIDPattern))
 			}
 		}
 	}

@@ -50,6 +50,7 @@ type (
 	}
 	accountDeleted struct {
 		AccountID string `json:"account_id"`
+		DeletedBy string `json:"deleted_by"`
 	}
 	memberInvited struct {
 		AccountID    string    `json:"account_id"`
@@ -94,9 +95,11 @@ func AccountUpdated(a Account) Event {
 	return Event{EventAccountUpdated, a.ID, accountUpdated{a.ID, a.Name}}
 }
 
-// AccountDeleted is the fact of an account's removal.
-func AccountDeleted(accountID string) Event {
-	return Event{EventAccountDeleted, accountID, accountDeleted{accountID}}
+// AccountDeleted is the fact of an account's removal by the user by.
+// deleted_by came after the type was published (an optional field), so
+// consumers meet events without it; identity always sends it.
+func AccountDeleted(accountID, by string) Event {
+	return Event{EventAccountDeleted, accountID, accountDeleted{accountID, by}}
 }
 
 // MemberInvited is the fact of an invitation being issued.

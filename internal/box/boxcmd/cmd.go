@@ -104,6 +104,9 @@ type Config struct {
 	CapabilityTTL time.Duration
 	// DebugAddr (DEBUG_ADDR, loopback only) serves the profiling endpoints.
 	DebugAddr string
+	// EventsURL is EVENTS_URL; with DATABASE_URL, box consumes
+	// identity.account.deleted from it (events.go).
+	EventsURL string
 }
 
 // LoadConfig reads and validates box's settings; an error names the
@@ -117,8 +120,12 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		IdentityTimeout: r.Duration("BOX_IDENTITY_TIMEOUT", identityclient.DefaultTimeout),
 		CapabilityTTL:   r.Duration("BOX_CAPABILITY_TTL", box.DefaultCapabilityTTL),
 		DebugAddr:       r.LoopbackAddr("DEBUG_ADDR"),
+		EventsURL:       r.String("EVENTS_URL", ""),
 	}
 	if err := r.Err(); err != nil {
+		return Config{}, err
+	}
+	if err := validateEventsURL(cfg.EventsURL); err != nil {
 		return Config{}, err
 	}
 	if cfg.DatabaseURL != "" {
@@ -166,7 +173,16 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		}
 		identity := identityclient.New(cfg.IdentityURL, cfg.IdentityTimeout, logger)
 		defer identity.Close()
-		svc = box.NewService(sqlstore.New(db), identity, cfg.CapabilityTTL)
+		store := sqlstore.New(db)
+		if cfg.EventsURL != "" {
+			stop, err := startConsumers(ctx, db, store, cfg.EventsURL, logger)
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			defer stop()
+		}
+		svc = box.NewService(store, identity, cfg.CapabilityTTL)
 		idem = idempotency.New(db)
 		readiness = databaseReadiness(db, logger)
 	}
@@ -222,5 +238,10 @@ func migrate(ctx context.Context, databaseURL string) (int, error) {
 		return 0, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
-	return db.Migrate(ctx, sqlstore.Migrations)
+	n, err := db.Migrate(ctx, sqlstore.Migrations)
+	if err != nil {
+		return n, err
+	}
+	m, err := migrateConsumers(ctx, db)
+	return n + m, err
 }

@@ -3,7 +3,8 @@
 // The schema (migrations/) carries the invariants: a partial unique index
 // allows one active entitlement per (account, product), triggers keep
 // entitlement_events append-only and an entitlement's grant fixed, and
-// restricting foreign keys keep any entitlement that has events.
+// restricting foreign keys keep any entitlement that has events (on SQLite
+// also as triggers, which bind connections that turn foreign keys off).
 package sqlstore
 
 import (
@@ -360,7 +361,7 @@ func (s *Store) IssueCapability(ctx context.Context, c box.NewCapability, author
 
 // RedeemCapability implements box.Store. The one UPDATE is the whole
 // decision: it consumes the capability only while it is unredeemed,
-// unexpired and its entitlement is still active, so of any number
+// unvoided (RevokeAccount), unexpired and its entitlement is still active, so of any number
 // of concurrent redemptions exactly one matches. The read that follows a
 // miss only explains it; it too needs the digest, so a selector alone
 // learns nothing.
@@ -368,7 +369,7 @@ func (s *Store) RedeemCapability(ctx context.Context, selector, digest string) (
 	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		err := tx.QueryRow(ctx, `
 			UPDATE capabilities SET redeemed_at = $3
-			WHERE selector = $1 AND token_digest = $2 AND redeemed_at IS NULL AND expires_at > $3
+			WHERE selector = $1 AND token_digest = $2 AND redeemed_at IS NULL AND voided_at IS NULL AND expires_at > $3
 			  AND EXISTS (SELECT 1 FROM entitlements e
 			              WHERE e.id = capabilities.entitlement_id AND e.status = 'active')
 			RETURNING account_id, artifact, version_range`, selector, digest, tx.Now).
@@ -376,13 +377,13 @@ func (s *Store) RedeemCapability(ctx context.Context, selector, digest string) (
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		var redeemed nullTime
+		var redeemed, voided nullTime
 		var expiresAt time.Time
 		var status string
 		err = tx.QueryRow(ctx, `
-			SELECT c.redeemed_at, c.expires_at, e.status
+			SELECT c.redeemed_at, c.voided_at, c.expires_at, e.status
 			FROM capabilities c JOIN entitlements e ON e.id = c.entitlement_id
-			WHERE c.selector = $1 AND c.token_digest = $2`, selector, digest).Scan(&redeemed, (*timeValue)(&expiresAt), &status)
+			WHERE c.selector = $1 AND c.token_digest = $2`, selector, digest).Scan(&redeemed, &voided, (*timeValue)(&expiresAt), &status)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return errs.New(box.CodeNotFound, box.MsgNotFound)
@@ -390,6 +391,8 @@ func (s *Store) RedeemCapability(ctx context.Context, selector, digest string) (
 			return fmt.Errorf("read capability: %w", err)
 		case redeemed.valid:
 			return errs.New(box.CodeCapabilityUsed, "the capability has already been redeemed")
+		case voided.valid:
+			return errs.New(box.CodeCapabilityExpired, "the capability was withdrawn: its account has been deleted")
 		case status != box.StatusActive:
 			return errs.New(box.CodeCapabilityExpired, "the capability was withdrawn: its entitlement has been revoked")
 		default:

@@ -123,7 +123,7 @@ func (s *Store) DeleteAccount(ctx context.Context, accountID, by string) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM accounts WHERE id = $1`, accountID); err != nil {
 			return err
 		}
-		return writeEvents(ctx, tx, identity.AccountDeleted(accountID))
+		return writeEvents(ctx, tx, identity.AccountDeleted(accountID, by))
 	})
 }
 

@@ -232,7 +232,7 @@ func TestDeleteAccount(t *testing.T) {
 		if n := env.Count(t, "invitations"); n != 1 {
 			t.Errorf("invitations left = %d, want the other account's 1", n)
 		}
-		wantData(t, lastEvent(t, env, identity.EventAccountDeleted, id), map[string]any{"account_id": id})
+		wantData(t, lastEvent(t, env, identity.EventAccountDeleted, id), map[string]any{"account_id": id, "deleted_by": owner.User.ID})
 
 		// Gone for everyone; its invitations with it.
 		if p := env.For(t, owner, id); p.Account != nil {
