@@ -41,8 +41,11 @@ func Engines() []sqldb.Engine {
 	return []sqldb.Engine{sqldb.SQLite}
 }
 
-// Run runs fn as a subtest once per engine. The PostgreSQL subtest always
-// exists, so a run without TEST_DATABASE_URL says it skipped.
+// Run runs fn as a subtest once per engine, the engines in parallel (each
+// has its own database, so they share nothing; the subtests run after the
+// calling test's function returns, so nothing may follow Run there). The
+// PostgreSQL subtest always exists, so a run without TEST_DATABASE_URL says
+// it skipped.
 func Run(t *testing.T, fn func(t *testing.T, engine sqldb.Engine)) {
 	t.Helper()
 	for _, e := range []sqldb.Engine{sqldb.SQLite, sqldb.Postgres} {
@@ -50,6 +53,7 @@ func Run(t *testing.T, fn func(t *testing.T, engine sqldb.Engine)) {
 			if e == sqldb.Postgres && os.Getenv("TEST_DATABASE_URL") == "" {
 				t.Skip(skipPostgres)
 			}
+			t.Parallel()
 			fn(t, e)
 		})
 	}
