@@ -215,7 +215,7 @@ func run(ctx context.Context, cfg config) (bool, error) {
 	time.Sleep(idleRest)
 	report := &Report{
 		Started: started.UTC(), Engine: cfg.engine, GoMaxProcs: numCPU(), Duration: cfg.duration.Seconds(),
-		Warmup: cfg.warmup.Seconds(), Levels: cfg.levels, Idle: map[string]Mem{}, Fresh: fresh,
+		Warmup: cfg.warmup.Seconds(), Rounds: cfg.rounds, Levels: cfg.levels, Idle: map[string]Mem{}, Fresh: fresh,
 	}
 	for _, s := range p.services() {
 		m, _ := readMemory(s.pid())
