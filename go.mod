@@ -3,8 +3,6 @@ module github.com/platformco/platform
 go 1.26.8
 
 require (
-	fortio.org/fortio v1.75.3
-	fortio.org/log v1.18.3
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/uuid v1.6.0
@@ -25,9 +23,6 @@ require (
 )
 
 require (
-	fortio.org/sets v1.3.0 // indirect
-	fortio.org/struct2env v0.4.2 // indirect
-	fortio.org/version v1.0.4 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/basgys/goxml2json v1.1.1-0.20231018121955-e66ee54ceaad // indirect
@@ -44,7 +39,6 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/kaptinlin/jsonpointer v0.4.28 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
-	github.com/kortschak/goroutine v1.1.3 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/mfridman/interpolate v0.0.2 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect

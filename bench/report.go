@@ -19,6 +19,7 @@ type Report struct {
 	GoMaxProcs int       `json:"cores"`
 	Duration   float64   `json:"duration_s"`
 	Warmup     float64   `json:"warmup_s"`
+	Rounds     int       `json:"rounds"`
 	Levels     []int     `json:"concurrency"`
 	// Fresh is each service's memory after start, before any request;
 	// Idle after the data preparation and a rest, before any load.
@@ -162,7 +163,7 @@ func printScenario(w io.Writer, s *Scenario) {
 
 // printTable prints every target with its figure and verdict.
 func (r *Report) printTable(w io.Writer) {
-	fmt.Fprintf(w, "\nTargets (%s, %d cores, %.0fs per level after %.0fs warm-up)\n", r.Engine, r.GoMaxProcs, r.Duration, r.Warmup)
+	fmt.Fprintf(w, "\nTargets (%s, %d cores, %gs per level in %d rounds after %gs warm-up; each judged on the median round)\n", r.Engine, r.GoMaxProcs, r.Duration, r.Rounds, r.Warmup)
 	fmt.Fprint(w, r.markdown())
 }
 

@@ -78,7 +78,7 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("config %+v", cfg)
 	}
 	all, err := parseFlags(nil)
-	if err != nil || !slices.Equal(all.scenarios, scenarioNames) || all.rounds != 2 {
+	if err != nil || !slices.Equal(all.scenarios, scenarioNames) || all.rounds != 3 {
 		t.Errorf("defaults %+v %v", all, err)
 	}
 	for _, bad := range [][]string{{"--engine", "mysql"}, {"--scenario", "nope"}, {"--concurrency", "0"}, {"--service-env", "novalue"}, {"--rounds", "0"}} {
@@ -95,5 +95,39 @@ func TestReadMemoryOfThisProcess(t *testing.T) {
 	}
 	if m.RSS <= 0 || m.Peak < m.RSS {
 		t.Errorf("memory %+v: want RSS > 0 and peak ≥ RSS", m)
+	}
+}
+
+func TestRoundsMedianAndSpread(t *testing.T) {
+	tests := []struct {
+		name       string
+		r          rounds
+		wantMedian float64
+		wantFigure string
+	}{
+		{"OddCount", rounds{0.9, 1.2, 1.0}, 1.0, "1.00× median (rounds 0.90×, 1.20×, 1.00×; spread 0.30×)"},
+		{"EvenCount", rounds{1, 3}, 2, "2.00× median (rounds 1.00×, 3.00×; spread 2.00×)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.r.median(); got != tt.wantMedian {
+				t.Errorf("median = %v, want %v", got, tt.wantMedian)
+			}
+			if got := tt.r.figure(times); got != tt.wantFigure {
+				t.Errorf("figure = %q, want %q", got, tt.wantFigure)
+			}
+		})
+	}
+}
+
+func TestPeakRatioTakesEachRoundsPeakOverLevels(t *testing.T) {
+	// Two levels, two rounds: round 0 peaks at level 1 for num and level 0
+	// for den; round 1 the other way round.
+	num := perRound{{{RPS: 50}, {RPS: 80}}, {{RPS: 90}, {RPS: 40}}}
+	den := perRound{{{RPS: 100}, {RPS: 60}}, {{RPS: 70}, {RPS: 100}}}
+	got := peakRatio(num, den)
+	want := rounds{0.9, 0.8}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("peakRatio = %v, want %v", got, want)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -10,6 +12,7 @@ import (
 	"github.com/platformco/platform/internal/e2e"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 func identityEnv(t *testing.T, engine sqldb.Engine) e2e.Env {
@@ -109,7 +112,7 @@ func TestIdentityEndToEnd(t *testing.T) {
 		// Rotation: the old key stays published, new tokens use the new key.
 		oldKID := onlyKID(t, e2e.MustRun(t, env, "identity", "keys", "list"))
 		e2e.MustRun(t, env, "identity", "keys", "rotate")
-		e2e.Eventually(t, 5*time.Second, "the rotated key set", func() bool {
+		testutil.Eventually(t, 5*time.Second, "the rotated key set", func() bool {
 			return len(anon.Do(t, "GET", "/.well-known/jwks.json", nil).JSON(t)["keys"].([]any)) == 2
 		})
 		newTok := login(t, p.URL, "ada@example.com", "correct horse battery")
@@ -120,7 +123,7 @@ func TestIdentityEndToEnd(t *testing.T) {
 
 		// Withdrawal: the old key leaves the key set and its tokens are refused.
 		e2e.MustRun(t, env, "identity", "keys", "withdraw", oldKID)
-		e2e.Eventually(t, 5*time.Second, "the withdrawn key's token to be refused", func() bool {
+		testutil.Eventually(t, 5*time.Second, "the withdrawn key's token to be refused", func() bool {
 			return ada.Do(t, "GET", "/v1/me", nil).Status == http.StatusUnauthorized
 		})
 		keys := anon.Do(t, "GET", "/.well-known/jwks.json", nil).JSON(t)["keys"].([]any)

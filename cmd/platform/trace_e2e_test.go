@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -9,6 +11,7 @@ import (
 	"github.com/platformco/platform/internal/e2e"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 // TestTraceCrossesServices sends one traceparent to the gateway and finds
@@ -45,7 +48,7 @@ func TestTraceCrossesServices(t *testing.T) {
 	}
 	// Each service logs a request after answering it: wait for the lines.
 	for name, p := range map[string]*e2e.Proc{"gateway": gw, "box": box, "identity": identity} {
-		e2e.Eventually(t, 5*time.Second, name+" to log the caller's trace id", func() bool {
+		testutil.Eventually(t, 5*time.Second, name+" to log the caller's trace id", func() bool {
 			return strings.Contains(p.Logs(), `"trace_id":"`+traceID+`"`)
 		})
 	}

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 
 	"github.com/platformco/platform/internal/e2e"
 	"github.com/platformco/platform/internal/logtest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 // TestReadmeWalk starts `platform dev` and runs, with bash, exactly the
@@ -87,7 +90,7 @@ func startDev(t *testing.T, bin, dir string) (*exec.Cmd, *logtest.Buffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopDev(t, dev) })
-	e2e.Eventually(t, 30*time.Second, "platform dev to be ready", func() bool {
+	testutil.Eventually(t, 30*time.Second, "platform dev to be ready", func() bool {
 		return strings.Contains(out.String(), "platform dev is running") &&
 			(e2e.Client{Base: "http://127.0.0.1:8080"}).Do(t, "GET", "/readyz", nil).Status == 200
 	})

@@ -322,15 +322,3 @@ func (r Response) Expect(t testing.TB, status int) Response {
 	}
 	return r
 }
-
-// Eventually polls cond every 50 ms until it holds or d passes.
-func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

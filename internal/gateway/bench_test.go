@@ -14,6 +14,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/gatewaytest"
 	"github.com/platformco/platform/internal/gateway/jwks"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 // BenchmarkGatewayOverhead sends the same authenticated request to an
@@ -120,6 +121,6 @@ func BenchmarkGatewayEdge(b *testing.B) {
 func usableKeys(b *testing.B, ks *gatewaytest.KeyServer) *jwks.Cache {
 	cache := jwks.New(jwks.Options{URL: ks.JWKSURL(), TTL: time.Hour})
 	go cache.Run(b.Context())
-	gatewaytest.WaitFor(b, "the key set", func() bool { return cache.Status(time.Now()).Usable })
+	testutil.Eventually(b, 10*time.Second, "the key set", func() bool { return cache.Status(time.Now()).Usable })
 	return cache
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/gatewaytest"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 const userID = "0b7c1f7e-6a55-4d3b-9f0e-3d7b1c2a9e10"
@@ -26,7 +27,7 @@ func TestTokenVerification(t *testing.T) {
 	h := newHarness(t, setup{})
 	ks := h.keys
 	ks.Publish("k1", ks.AddKey(t, "ec1", "ES256"))
-	gatewaytest.WaitFor(t, "ec1", func() bool {
+	testutil.Eventually(t, 10*time.Second, "ec1", func() bool {
 		h.cache.RefreshEarly(t.Context())
 		_, ok := h.cache.Lookup("ec1", time.Now())
 		return ok
@@ -113,7 +114,7 @@ func TestTokenVerification(t *testing.T) {
 
 func TestKeySetOutage(t *testing.T) {
 	h := newHarness(t, setup{keyMode: gatewaytest.Fail})
-	gatewaytest.WaitFor(t, "a failed fetch", func() bool { return h.keys.Hits() > 0 })
+	testutil.Eventually(t, 10*time.Second, "a failed fetch", func() bool { return h.keys.Hits() > 0 })
 
 	for _, tok := range []string{h.token(t), "garbage"} {
 		w := h.do(t, http.MethodGet, "/v1/me", tok, nil)
@@ -147,7 +148,7 @@ func TestKeySetOutage(t *testing.T) {
 	wantUpstream(t, h.do(t, http.MethodPost, "/v1/users", "", nil), "identity")
 
 	h.keys.SetMode(gatewaytest.Serve)
-	gatewaytest.WaitFor(t, "recovery", func() bool { return h.cache.Status(time.Now()).Usable })
+	testutil.Eventually(t, 10*time.Second, "recovery", func() bool { return h.cache.Status(time.Now()).Usable })
 	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", h.token(t), nil), "identity")
 	if w := h.do(t, http.MethodGet, "/readyz", "", nil); w.Code != http.StatusOK {
 		t.Fatalf("/readyz = %d after recovery, want 200", w.Code)
@@ -159,7 +160,7 @@ func TestKeySetExpiredAfterFailedRefresh(t *testing.T) {
 	tok := h.token(t)
 	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", tok, nil), "identity")
 	h.keys.SetMode(gatewaytest.Fail)
-	gatewaytest.WaitFor(t, "503 after expiry", func() bool {
+	testutil.Eventually(t, 10*time.Second, "503 after expiry", func() bool {
 		return h.do(t, http.MethodGet, "/v1/me", tok, nil).Code == http.StatusServiceUnavailable
 	})
 	wantProblem(t, h.do(t, http.MethodGet, "/v1/me", tok, nil), http.StatusServiceUnavailable, gateway.CodeIdentityUnavailable)
@@ -192,7 +193,7 @@ func TestKeyRotationWithoutRestart(t *testing.T) {
 
 	// Identity withdraws k1: within one TTL its tokens stop verifying.
 	h.keys.Publish("k2")
-	gatewaytest.WaitFor(t, "k1 withdrawn", func() bool {
+	testutil.Eventually(t, 10*time.Second, "k1 withdrawn", func() bool {
 		return h.do(t, http.MethodGet, "/v1/me", old, nil).Code == http.StatusUnauthorized
 	})
 	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", fresh, nil), "identity")

@@ -17,6 +17,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/jwks"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 // recorder is an upstream that remembers the requests it received.
@@ -98,7 +99,7 @@ func newHarness(t *testing.T, s setup) *harness {
 	go func() { h.cache.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	if s.keyMode == gatewaytest.Serve {
-		gatewaytest.WaitFor(t, "the key set", func() bool { return h.cache.Status(time.Now()).Usable })
+		testutil.Eventually(t, 10*time.Second, "the key set", func() bool { return h.cache.Status(time.Now()).Usable })
 	}
 
 	if s.rateLimit == 0 {

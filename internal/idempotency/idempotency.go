@@ -161,7 +161,7 @@ func (s *Store) Wrap(scope func(r *http.Request) string, fail Failure, h http.Ha
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		sum := sha256.New()
-		io.WriteString(sum, r.Method+" "+r.URL.Path+"\n")
+		_, _ = io.WriteString(sum, r.Method+" "+r.URL.Path+"\n")
 		sum.Write(body)
 		fingerprint := hex.EncodeToString(sum.Sum(nil))
 		sc := scope(r)

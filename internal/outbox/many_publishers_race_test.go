@@ -9,6 +9,7 @@ import (
 	"github.com/platformco/platform/internal/identity/sqlstore"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 // TestManyPublishersClaimDisjointly: 100 publishers racing over one outbox,
@@ -40,7 +41,7 @@ func TestManyPublishersClaimDisjointly(t *testing.T) {
 				pubs[i] = NewPublisher(db, js, opts, discard())
 			}
 			stop := runPublishers(t, len(pubs), pubs...)
-			eventstest.Eventually(t, 90*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
+			testutil.Eventually(t, 90*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
 			stop()
 			for _, r := range rows(t, db) {
 				if claims[r.Seq] != 1 {

@@ -22,6 +22,7 @@ import (
 	"github.com/platformco/platform/internal/identity/sqlstore"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -142,7 +143,7 @@ func TestTwoPublishersDeliverEveryRowOnce(t *testing.T) {
 			stop := runPublishers(t, 2,
 				NewPublisher(db, js1, opts, discard()),
 				NewPublisher(db, js2, opts, discard()))
-			eventstest.Eventually(t, 60*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
+			testutil.Eventually(t, 60*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
 			stop()
 
 			for _, r := range rows(t, db) {
@@ -166,7 +167,7 @@ func TestBrokerDownRowsWaitThenDeliver(t *testing.T) {
 		b.Server.Shutdown()
 		for attempt := 1; attempt <= 2; attempt++ {
 			// Each batch claims every due row and fails them all.
-			eventstest.Eventually(t, 10*time.Second, fmt.Sprintf("attempt %d on every row", attempt), func() bool {
+			testutil.Eventually(t, 10*time.Second, fmt.Sprintf("attempt %d on every row", attempt), func() bool {
 				n, err := p.PublishBatch(ctx)
 				if err != nil || n != 0 {
 					t.Fatalf("PublishBatch with the broker down: published %d, err %v", n, err)
@@ -182,9 +183,9 @@ func TestBrokerDownRowsWaitThenDeliver(t *testing.T) {
 		}
 
 		b.Restart(t)
-		eventstest.Eventually(t, 10*time.Second, "reconnect", nc.IsConnected)
+		testutil.Eventually(t, 10*time.Second, "reconnect", nc.IsConnected)
 		stop := runPublishers(t, 1, p)
-		eventstest.Eventually(t, 30*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
+		testutil.Eventually(t, 30*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
 		stop()
 		for _, r := range rows(t, db) {
 			if r.Attempts != 3 || r.LastError != "" {
@@ -421,7 +422,7 @@ func TestOnePublisherPublishesInCreationOrder(t *testing.T) {
 		ids := insertRows(t, db, 1000)
 		opts := Options{Stream: b.Stream, BatchSize: 50, InFlight: 4, PollInterval: 5 * time.Millisecond}
 		stop := runPublishers(t, 1, NewPublisher(db, js, opts, discard()))
-		eventstest.Eventually(t, 60*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
+		testutil.Eventually(t, 60*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
 		stop()
 		msgs := eventstest.ReadStream(t, js, b)
 		assertExactlyOnce(t, msgs, ids, b)
@@ -472,7 +473,7 @@ func TestRowDueBehindTheClaimsIsNotLeftForLast(t *testing.T) {
 		stop := runPublishers(t, 1, NewPublisher(db, js, opts, discard()))
 		<-passed
 		due(time.Now())
-		eventstest.Eventually(t, 60*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
+		testutil.Eventually(t, 60*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
 		stop()
 
 		mu.Lock()
@@ -493,7 +494,7 @@ func TestRowsParkAfterMaxAttempts(t *testing.T) {
 		b.Server.Shutdown()
 
 		p := NewPublisher(db, js, Options{Stream: b.Stream, MaxAttempts: 3, RetryBase: time.Millisecond, RetryMax: time.Millisecond}, discard())
-		eventstest.Eventually(t, 10*time.Second, "every row parked", func() bool {
+		testutil.Eventually(t, 10*time.Second, "every row parked", func() bool {
 			if _, err := p.PublishBatch(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -505,7 +506,10 @@ func TestRowsParkAfterMaxAttempts(t *testing.T) {
 			}
 		}
 		// A parked row is never claimed again, and never deleted.
-		time.Sleep(5 * time.Millisecond) // let the last back-off pass, so only parking keeps them out
+		// Once the last back-off has passed, only parking keeps them out.
+		testutil.Eventually(t, 5*time.Second, "every row's back-off passed", func() bool {
+			return allRows(t, db, func(r Row) bool { return !r.NextAttempt.After(time.Now()) })
+		})
 		if n, err := p.PublishBatch(ctx); n != 0 || err != nil {
 			t.Fatalf("parked rows claimed: %d, %v", n, err)
 		}
@@ -555,7 +559,7 @@ func TestStartPublishesInBackground(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventstest.Eventually(t, 30*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
+		testutil.Eventually(t, 30*time.Second, "every row published", func() bool { return countUnpublished(t, db) == 0 })
 		stop()
 		stop() // idempotent
 		_, js := eventstest.Connect(t, b)

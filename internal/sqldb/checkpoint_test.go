@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/platformco/platform/internal/testutil"
 )
 
 // walFrames reports the write-ahead log's length and how much of it is
@@ -47,17 +49,10 @@ func TestCheckpointer(t *testing.T) {
 	if _, err := db.Write(ctx, `INSERT INTO t (id, v) VALUES ($1, $2)`, commits, "capability"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(t, 30*time.Second, "the checkpointer to empty the log", func() bool {
 		log, done := walFrames(t, db)
-		if log > 0 && done == log {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the checkpointer left %d of %d frames in the log", log-done, log)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return log > 0 && done == log
+	})
 	// Close stops the checkpointer; the deferred Close is a second call.
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/platformco/platform/internal/semver"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 const (
@@ -130,7 +131,7 @@ func TestAccountDeletedRevokesAndVoids(t *testing.T) {
 			// Last, so once it is applied everything before it was handled.
 			publish(t, js, b, deletion(legacy, `{"account_id":"`+legacy+`"}`))
 
-			eventstest.Eventually(t, deadline, "the last event applied", func() bool {
+			testutil.Eventually(t, deadline, "the last event applied", func() bool {
 				return count(t, db, `SELECT count(*) FROM entitlements WHERE account_id = $1 AND status = 'active'`, legacy) == 0
 			})
 
@@ -215,7 +216,7 @@ func TestStartWaitsForTheBroker(t *testing.T) {
 	_, js := eventstest.Connect(t, b)
 	eventstest.EnsureStream(t, js, b)
 	publish(t, js, b, deletion(deleted, `{"account_id":"`+deleted+`","deleted_by":"`+owner+`"}`))
-	eventstest.Eventually(t, deadline, "the deletion applied after the broker came back", func() bool {
+	testutil.Eventually(t, deadline, "the deletion applied after the broker came back", func() bool {
 		return count(t, db, `SELECT count(*) FROM entitlements WHERE account_id = $1 AND status = 'revoked'`, deleted) == 1
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/platformco/platform/internal/events/eventstest"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 func TestLoadConfigEventsURL(t *testing.T) {
@@ -61,7 +62,7 @@ func TestServeConsumesAccountDeletions(t *testing.T) {
 		if _, err := js.Publish(ctx, b.Stream.Subject("identity.account.deleted"), body); err != nil {
 			t.Fatal(err)
 		}
-		eventstest.Eventually(t, 20*time.Second, "the account's entitlement revoked", func() bool {
+		testutil.Eventually(t, 20*time.Second, "the account's entitlement revoked", func() bool {
 			var n int
 			err := db.QueryRow(ctx, `SELECT count(*) FROM entitlements WHERE account_id = $1 AND status = 'revoked' AND revoked_by = $2`, account, owner).Scan(&n)
 			return err == nil && n == 1

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package e2e_test runs the reconciliation procedure of entitlements.md
 // section 1 against the real platform binary: identity and box as separate
 // processes, each on its own SQLite database, driven over HTTP and through
@@ -17,6 +19,7 @@ import (
 
 	"github.com/platformco/platform/internal/e2e"
 	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 const password = "correct-horse-battery"
@@ -30,7 +33,7 @@ func ready(t *testing.T, name string, p *e2e.Proc) *e2e.Proc {
 			t.Logf("%s output:\n%s", name, p.Logs())
 		}
 	})
-	e2e.Eventually(t, 20*time.Second, name+" to be ready", func() bool {
+	testutil.Eventually(t, 20*time.Second, name+" to be ready", func() bool {
 		return e2e.Client{Base: p.URL}.Do(t, "GET", "/readyz", nil).Status == http.StatusOK
 	})
 	return p

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package reliability
 
 import (
@@ -19,6 +21,7 @@ import (
 	"github.com/platformco/platform/internal/e2e"
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/sqlstore"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 // TestHostileInput runs, against one identity, box and gateway: the
@@ -185,7 +188,7 @@ func TestHostileInput(t *testing.T) {
 		// rotated out and withdrawn.
 		e2e.MustRun(t, s.identityEnv, "identity", "keys", "rotate")
 		e2e.MustRun(t, s.identityEnv, "identity", "keys", "withdraw", kid)
-		e2e.Eventually(t, 10*time.Second, "the withdrawn key to be refused everywhere", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the withdrawn key to be refused everywhere", func() bool {
 			return (e2e.Client{Base: gw.URL, Token: owner.token}).Do(t, "GET", "/v1/accounts/"+acct+"/entitlements", nil).Status == 401 &&
 				(e2e.Client{Base: s.identity.URL, Token: owner.token}).Do(t, "GET", "/v1/me", nil).Status == 401
 		})

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package reliability
 
 import (
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/e2e"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 // TestBoxFailsClosedWhenIdentityFails: with identity stopped, slower than
@@ -117,7 +120,7 @@ func TestBoxFailsClosedWhenIdentityFails(t *testing.T) {
 		}
 		s.restartIdentity(top) // it outlives the subtest
 		// No box restart: the next calls succeed.
-		e2e.Eventually(t, 10*time.Second, "box to serve again", func() bool {
+		testutil.Eventually(t, 10*time.Second, "box to serve again", func() bool {
 			return s.boxAs(buyer).Do(t, "GET", "/v1/accounts/"+acct+"/entitlements", nil).Status == 200
 		})
 	})

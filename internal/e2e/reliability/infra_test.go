@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package reliability proves the platform's promises against the real
 // binary under faults: each test owns its PostgreSQL cluster, NATS server
 // and Redis (started here from the machine's binaries, on free ports, in
@@ -27,6 +29,7 @@ import (
 	"github.com/platformco/platform/internal/e2e"
 	"github.com/platformco/platform/internal/logtest"
 	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 func tcpOpen(port int) bool {
@@ -60,7 +63,7 @@ func (d *daemon) start(t testing.TB) {
 	d.done = make(chan struct{})
 	cmd, done := d.cmd, d.done
 	go func() { _ = cmd.Wait(); close(done) }()
-	e2e.Eventually(t, 15*time.Second, d.name+" to listen", func() bool {
+	testutil.Eventually(t, 15*time.Second, d.name+" to listen", func() bool {
 		select {
 		case <-done:
 			t.Fatalf("%s exited:\n%s", d.name, d.logs.String())

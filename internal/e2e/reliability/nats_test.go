@@ -1,3 +1,5 @@
+//go:build e2e
+
 package reliability
 
 import (
@@ -9,6 +11,7 @@ import (
 	"github.com/platformco/platform/internal/e2e"
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/events/eventstest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 // TestNATSOutageAndPublisherKill: with NATS stopped under load the outbox
@@ -37,13 +40,13 @@ func TestNATSOutageAndPublisherKill(t *testing.T) {
 		return count(t, s.identityDB, `SELECT count(*) FROM outbox WHERE published_at IS NOT NULL`)
 	}
 	pending := func() int { return count(t, s.identityDB, `SELECT count(*) FROM outbox WHERE published_at IS NULL`) }
-	e2e.Eventually(t, 20*time.Second, "the first events to be delivered", func() bool { return pending() == 0 && published() > 0 })
+	testutil.Eventually(t, 20*time.Second, "the first events to be delivered", func() bool { return pending() == 0 && published() > 0 })
 
 	// NATS down under load.
 	l := load()
 	nats.stop(t, syscall.SIGTERM)
 	before, pendingBefore := published(), pending()
-	e2e.Eventually(t, 20*time.Second, "the outbox to grow while NATS is down", func() bool { return pending() >= pendingBefore+40 })
+	testutil.Eventually(t, 20*time.Second, "the outbox to grow while NATS is down", func() bool { return pending() >= pendingBefore+40 })
 	if got := published(); got != before {
 		t.Errorf("%d rows marked published while NATS was down", got-before)
 	}
@@ -56,7 +59,7 @@ func TestNATSOutageAndPublisherKill(t *testing.T) {
 	// What must happen is exact: every row written before NATS returned is
 	// delivered.
 	written := count(t, s.identityDB, `SELECT coalesce(max(seq), 0) FROM outbox`)
-	e2e.Eventually(t, 60*time.Second, "every row written during the outage delivered after NATS returns", func() bool {
+	testutil.Eventually(t, 60*time.Second, "every row written during the outage delivered after NATS returns", func() bool {
 		return count(t, s.identityDB, `SELECT count(*) FROM outbox WHERE published_at IS NULL AND seq <= $1`, written) == 0
 	})
 	if got := published(); got < before+40 {
@@ -68,7 +71,7 @@ func TestNATSOutageAndPublisherKill(t *testing.T) {
 	standalone := e2e.Spawn(t, e2e.Env{"DATABASE_URL": s.identityEnv["DATABASE_URL"], "EVENTS_URL": nats.natsURL()}, "events", "publish", "--service", "identity")
 	for round := 0; round < 3; round++ {
 		p0 := published()
-		e2e.Eventually(t, 20*time.Second, "publishing under load", func() bool { return published() >= p0+20 })
+		testutil.Eventually(t, 20*time.Second, "publishing under load", func() bool { return published() >= p0+20 })
 		standalone.Signal(syscall.SIGKILL)
 		s.identity.Signal(syscall.SIGKILL)
 		if !standalone.Wait(10*time.Second) || !s.identity.Wait(10*time.Second) {
@@ -79,7 +82,7 @@ func TestNATSOutageAndPublisherKill(t *testing.T) {
 	}
 	res := l.stop()
 	t.Logf("load: %v, %d transport errors", res.statuses, res.errors)
-	e2e.Eventually(t, 60*time.Second, "every row delivered", func() bool { return pending() == 0 })
+	testutil.Eventually(t, 60*time.Second, "every row delivered", func() bool { return pending() == 0 })
 
 	// The stream holds each outbox row once, and only those.
 	b := &eventstest.Broker{URL: nats.natsURL(), Stream: events.Stream{}.WithDefaults()}

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package reliability
 
 import (
@@ -7,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/platformco/platform/internal/e2e"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 // TestPostgresCrashUnderLoad: PostgreSQL crashes (immediate stop, so the
@@ -36,21 +38,21 @@ func TestPostgresCrashUnderLoad(t *testing.T) {
 	defer accounts.stop()
 	defer grants.stop()
 	progress := func(l *loadRun) int { l.res.mu.Lock(); defer l.res.mu.Unlock(); return len(l.res.ids) }
-	e2e.Eventually(t, 20*time.Second, "load before the crash", func() bool { return progress(accounts) >= 10 && progress(grants) >= 10 })
+	testutil.Eventually(t, 20*time.Second, "load before the crash", func() bool { return progress(accounts) >= 10 && progress(grants) >= 10 })
 
 	pg.stop(t, "immediate")
 	for _, svc := range []struct{ name, url string }{{"identity", s.identity.URL}, {"box", s.box.URL}} {
-		e2e.Eventually(t, 15*time.Second, svc.name+" /readyz 503 with the database down", func() bool { return ready(svc.url) == 503 })
+		testutil.Eventually(t, 15*time.Second, svc.name+" /readyz 503 with the database down", func() bool { return ready(svc.url) == 503 })
 		if got := healthz(svc.url); got != 200 {
 			t.Errorf("%s /healthz = %d with the database down, want 200", svc.name, got)
 		}
 	}
 	pg.start(t)
 	for _, svc := range []struct{ name, url string }{{"identity", s.identity.URL}, {"box", s.box.URL}} {
-		e2e.Eventually(t, 30*time.Second, svc.name+" /readyz 200 after the database returns", func() bool { return ready(svc.url) == 200 })
+		testutil.Eventually(t, 30*time.Second, svc.name+" /readyz 200 after the database returns", func() bool { return ready(svc.url) == 200 })
 	}
 	a0, g0 := progress(accounts), progress(grants)
-	e2e.Eventually(t, 30*time.Second, "writes to succeed again without a restart", func() bool {
+	testutil.Eventually(t, 30*time.Second, "writes to succeed again without a restart", func() bool {
 		return progress(accounts) >= a0+10 && progress(grants) >= g0+10
 	})
 	accRes, grantRes := accounts.stop(), grants.stop()

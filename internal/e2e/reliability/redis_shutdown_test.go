@@ -1,3 +1,5 @@
+//go:build e2e
+
 package reliability
 
 import (
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/e2e"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 func startGateway(t *testing.T, s *stack, extra e2e.Env) *e2e.Proc {
@@ -34,7 +37,7 @@ func TestRedisOutage(t *testing.T) {
 	gw := startGateway(t, s, e2e.Env{"REDIS_URL": redis.redisURL(), "GATEWAY_RATE_LIMIT": strconv.Itoa(limit)})
 	buyer := s.register(t, "buyer@example.com")
 	c := e2e.Client{Base: gw.URL, Token: buyer.token}
-	e2e.Eventually(t, 10*time.Second, "gateway ready", func() bool { return ready(gw.URL) == 200 })
+	testutil.Eventually(t, 10*time.Second, "gateway ready", func() bool { return ready(gw.URL) == 200 })
 	ok := c.Do(t, "GET", "/readyz", nil).JSON(t)
 	if deps, _ := ok["deps"].(map[string]any); deps["redis"] != "ok" {
 		t.Fatalf("readyz with Redis up = %v", ok)
@@ -42,7 +45,7 @@ func TestRedisOutage(t *testing.T) {
 	c.Do(t, "GET", "/v1/me", nil).Expect(t, http.StatusOK)
 
 	redis.stop(t, syscall.SIGTERM)
-	e2e.Eventually(t, 10*time.Second, "readiness to report Redis", func() bool {
+	testutil.Eventually(t, 10*time.Second, "readiness to report Redis", func() bool {
 		r := c.Do(t, "GET", "/readyz", nil)
 		deps, _ := r.JSON(t)["deps"].(map[string]any)
 		return r.Status == 503 && deps["redis"] == "unavailable" && deps["identity"] == "ok"
@@ -69,7 +72,7 @@ func TestRedisOutage(t *testing.T) {
 	}
 
 	redis.start(t)
-	e2e.Eventually(t, 15*time.Second, "readiness 200 with Redis back", func() bool { return ready(gw.URL) == 200 })
+	testutil.Eventually(t, 15*time.Second, "readiness 200 with Redis back", func() bool { return ready(gw.URL) == 200 })
 	if gw.Exited() {
 		t.Fatal("the gateway exited")
 	}
@@ -98,7 +101,7 @@ func TestGracefulShutdownDrains(t *testing.T) {
 			answers <- answer{status, err}
 		}()
 	}
-	e2e.Eventually(t, 10*time.Second, "grants in flight", func() bool { return s.proxy.inflight.Load() == n })
+	testutil.Eventually(t, 10*time.Second, "grants in flight", func() bool { return s.proxy.inflight.Load() == n })
 	s.box.Signal(syscall.SIGTERM)
 	for i := 0; i < n; i++ {
 		a := <-answers
@@ -119,7 +122,7 @@ func TestGracefulShutdownDrains(t *testing.T) {
 		status, _, err := send("GET", s.identity.URL+"/v1/me", buyer.token, nil)
 		return status, "", err
 	})
-	e2e.Eventually(t, 10*time.Second, "load on identity", func() bool { l.res.mu.Lock(); defer l.res.mu.Unlock(); return l.res.statuses[200] > 50 })
+	testutil.Eventually(t, 10*time.Second, "load on identity", func() bool { l.res.mu.Lock(); defer l.res.mu.Unlock(); return l.res.statuses[200] > 50 })
 	s.identity.Signal(syscall.SIGTERM)
 	if !s.identity.Wait(25 * time.Second) {
 		t.Fatal("identity did not stop")

@@ -18,6 +18,7 @@ import (
 	"github.com/platformco/platform/internal/events/eventstest"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 // logSink collects log records so a test can see the alerts.
@@ -208,12 +209,12 @@ func TestDuplicatesAppliedOnce(t *testing.T) {
 			}
 			run(t, newConsumer(t, db, js, b, cfg, h, nil))
 
-			eventstest.Eventually(t, 20*time.Second, "every event applied", func() bool {
+			testutil.Eventually(t, 20*time.Second, "every event applied", func() bool {
 				return applications(t, db, last.ID) == 1 && applications(t, db, lostAck.ID) == 1
 			})
 			// The lost ack's redelivery comes after the back-off; wait until the
 			// server has no delivery of it outstanding.
-			eventstest.Eventually(t, 20*time.Second, "nothing pending", func() bool {
+			testutil.Eventually(t, 20*time.Second, "nothing pending", func() bool {
 				ci := consumerInfo(t, js, b)
 				return ci.NumAckPending == 0 && ci.NumPending == 0 && ci.NumRedelivered == 0
 			})
@@ -266,7 +267,7 @@ func TestPoisonEventParkedNextProcessed(t *testing.T) {
 			run(t, newConsumer(t, db, js, b, cfg, h, sink))
 
 			// The alert follows the park's commit, so it is waited for too.
-			eventstest.Eventually(t, 20*time.Second, "poison and malformed parked and alerted, others applied", func() bool {
+			testutil.Eventually(t, 20*time.Second, "poison and malformed parked and alerted, others applied", func() bool {
 				return count(t, db, `SELECT count(*) FROM parked_events`) == 2 &&
 					applications(t, db, next.ID) == 1 && applications(t, db, final.ID) == 1 &&
 					sink.alerts() >= 2
@@ -313,7 +314,7 @@ func TestAppliedEventPastAttemptsAcknowledged(t *testing.T) {
 			cfg.skipAck = func(events.Envelope) bool { return true } // every ack after the work is lost
 			run(t, newConsumer(t, db, js, b, cfg, h, sink))
 
-			eventstest.Eventually(t, 20*time.Second, "the event acknowledged", func() bool {
+			testutil.Eventually(t, 20*time.Second, "the event acknowledged", func() bool {
 				ci := consumerInfo(t, js, b)
 				// The third delivery is past MaxAttempts.
 				return ci.Delivered.Consumer >= 3 && ci.NumAckPending == 0 && ci.NumPending == 0
@@ -355,7 +356,7 @@ func TestTransientFailureRetried(t *testing.T) {
 			return nil
 		}
 		run(t, newConsumer(t, db, js, b, Config{MaxAttempts: 5, Backoff: []time.Duration{50 * time.Millisecond}}, h, nil))
-		eventstest.Eventually(t, 20*time.Second, "applied", func() bool { return applications(t, db, e.ID) == 1 })
+		testutil.Eventually(t, 20*time.Second, "applied", func() bool { return applications(t, db, e.ID) == 1 })
 		if n := count(t, db, `SELECT count(*) FROM parked_events`); n != 0 {
 			t.Errorf("%d parked", n)
 		}
@@ -377,7 +378,7 @@ func TestPermanentErrorParksAtOnce(t *testing.T) {
 			return Permanent(errors.New("account unknown to this service"))
 		}
 		run(t, newConsumer(t, db, js, b, Config{}, h, nil))
-		eventstest.Eventually(t, 20*time.Second, "parked", func() bool {
+		testutil.Eventually(t, 20*time.Second, "parked", func() bool {
 			return count(t, db, `SELECT count(*) FROM parked_events WHERE event_id = $1 AND deliveries = 1`, e.ID) == 1
 		})
 	})
@@ -406,7 +407,7 @@ func TestConsumersAreIndependent(t *testing.T) {
 		}
 		run(t, newConsumer(t, db, js, b, Config{Name: "all"}, handler("all"), nil))
 		run(t, newConsumer(t, db, js, b, Config{Name: "members", Types: []string{"identity.member.*"}}, handler("members"), nil))
-		eventstest.Eventually(t, 20*time.Second, "both consumed", func() bool {
+		testutil.Eventually(t, 20*time.Second, "both consumed", func() bool {
 			return count(t, db, `SELECT count(*) FROM consumed_events WHERE consumer = 'all'`) == 2 &&
 				count(t, db, `SELECT count(*) FROM consumed_events WHERE consumer = 'members'`) == 1
 		})

@@ -20,6 +20,7 @@ import (
 	"github.com/platformco/platform/internal/logtest"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 func testEnv(vars map[string]string) (cli.Env, *logtest.Buffer, *logtest.Buffer) {
@@ -154,7 +155,7 @@ func TestPublishDeliversTheOutbox(t *testing.T) {
 		env, _, _ := testEnv(map[string]string{"DATABASE_URL": url, "EVENTS_URL": b.URL})
 		done := make(chan error, 1)
 		go func() { done <- Run(runCtx, []string{"publish", "--service", "identity"}, env) }()
-		eventstest.Eventually(t, 30*time.Second, "outbox published", func() bool {
+		testutil.Eventually(t, 30*time.Second, "outbox published", func() bool {
 			var n int
 			if err := db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&n); err != nil {
 				t.Fatal(err)
@@ -216,7 +217,7 @@ func TestTailPrintsEachEnvelopeOnce(t *testing.T) {
 	publishEnvelope(t, js, second, second.ID)
 
 	out, stop := startTail(t, b.URL)
-	eventstest.Eventually(t, 20*time.Second, "two lines", func() bool { return len(out.Lines()) >= 2 })
+	testutil.Eventually(t, 20*time.Second, "two lines", func() bool { return len(out.Lines()) >= 2 })
 	stop()
 	lines := out.Lines()
 	if len(lines) != 2 {
@@ -242,7 +243,7 @@ func TestTailNewSkipsTheBacklog(t *testing.T) {
 
 	out, stop := startTail(t, b.URL, "--new")
 	// The tail subscribes in the background; publish until it reports.
-	eventstest.Eventually(t, 20*time.Second, "a new event printed", func() bool {
+	testutil.Eventually(t, 20*time.Second, "a new event printed", func() bool {
 		e := newEnvelope()
 		publishEnvelope(t, js, e, e.ID)
 		time.Sleep(50 * time.Millisecond)

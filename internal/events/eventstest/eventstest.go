@@ -190,18 +190,6 @@ func ReadStream(t testing.TB, js jetstream.JetStream, b *Broker) []Message {
 	return out
 }
 
-// Eventually polls cond until it holds or the deadline passes.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)

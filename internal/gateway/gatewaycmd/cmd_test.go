@@ -15,6 +15,7 @@ import (
 
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/gateway/gatewaytest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -146,25 +147,22 @@ func TestServe(t *testing.T) {
 	go func() { done <- Serve(ctx, cfg, slog.New(slog.DiscardHandler), ln) }()
 	base := "http://" + ln.Addr().String()
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(t, 10*time.Second, "the gateway to be ready", func() bool {
 		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			var body struct{ Deps map[string]string }
-			_ = json.NewDecoder(resp.Body).Decode(&body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				if _, ok := body.Deps["redis"]; ok != (vars["REDIS_URL"] != "") {
-					t.Fatalf("/readyz deps = %v; redis listed must follow REDIS_URL", body.Deps)
-				}
-				break
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway never became ready: %v", err)
+		var body struct{ Deps map[string]string }
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		if _, ok := body.Deps["redis"]; ok != (vars["REDIS_URL"] != "") {
+			t.Fatalf("/readyz deps = %v; redis listed must follow REDIS_URL", body.Deps)
+		}
+		return true
+	})
 
 	req, _ := http.NewRequest("GET", base+"/v1/me", nil)
 	req.Header.Set("Authorization", "Bearer "+ks.Token(t, "k1", ks.Claims("u1", time.Minute)))

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -43,17 +42,4 @@ func Redis(t testing.TB, scope string) (*redis.Client, string) {
 		}
 	})
 	return rdb, prefix
-}
-
-// WaitFor polls cond every 10 ms and fails the test when it has not held
-// within 10 s.
-func WaitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

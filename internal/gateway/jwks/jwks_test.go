@@ -12,6 +12,7 @@ import (
 
 	"github.com/platformco/platform/internal/gateway/gatewaytest"
 	"github.com/platformco/platform/internal/gateway/jwks"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 func TestParseSet(t *testing.T) {
@@ -96,7 +97,7 @@ func TestCacheNeverLoadedIsUnusable(t *testing.T) {
 	ks := gatewaytest.NewKeyServer(t, nil)
 	ks.SetMode(gatewaytest.Fail)
 	c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: time.Minute})
-	gatewaytest.WaitFor(t, "a failed fetch", func() bool { return ks.Hits() >= 2 })
+	testutil.Eventually(t, 10*time.Second, "a failed fetch", func() bool { return ks.Hits() >= 2 })
 	st := c.Status(time.Now())
 	if st.Usable || st.Loaded {
 		t.Fatalf("status = %+v, want neither usable nor loaded", st)
@@ -119,7 +120,7 @@ func TestCacheSlowKeySetIsAnOutage(t *testing.T) {
 	}))
 	t.Cleanup(func() { close(release); srv.Close() })
 	c := startCache(t, jwks.Options{URL: srv.URL, TTL: time.Minute, FetchTimeout: 100 * time.Millisecond})
-	gatewaytest.WaitFor(t, "two timed-out fetches", func() bool { return c.Fetches() >= 2 })
+	testutil.Eventually(t, 10*time.Second, "two timed-out fetches", func() bool { return c.Fetches() >= 2 })
 	if c.Status(time.Now()).Usable {
 		t.Fatal("a key set slower than the fetch timeout was used")
 	}
@@ -129,7 +130,7 @@ func TestCacheBadAnswerNeverReplacesGoodKeys(t *testing.T) {
 	for _, mode := range []gatewaytest.Mode{gatewaytest.Garbage, gatewaytest.Fail} {
 		ks := gatewaytest.NewKeyServer(t, nil)
 		c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: time.Minute, Cooldown: time.Millisecond})
-		gatewaytest.WaitFor(t, "the first load", usable(c))
+		testutil.Eventually(t, 10*time.Second, "the first load", usable(c))
 		ks.SetMode(mode)
 		before := ks.Hits()
 		if !c.RefreshEarly(context.Background()) {
@@ -150,9 +151,9 @@ func TestCacheBadAnswerNeverReplacesGoodKeys(t *testing.T) {
 func TestCacheExpiresWhenRefreshesFail(t *testing.T) {
 	ks := gatewaytest.NewKeyServer(t, nil)
 	c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: 400 * time.Millisecond})
-	gatewaytest.WaitFor(t, "the first load", usable(c))
+	testutil.Eventually(t, 10*time.Second, "the first load", usable(c))
 	ks.SetMode(gatewaytest.Fail)
-	gatewaytest.WaitFor(t, "expiry", func() bool { return !c.Status(time.Now()).Usable })
+	testutil.Eventually(t, 10*time.Second, "expiry", func() bool { return !c.Status(time.Now()).Usable })
 	st := c.Status(time.Now())
 	if !st.Loaded {
 		t.Error("Loaded = false after a successful load")
@@ -161,15 +162,15 @@ func TestCacheExpiresWhenRefreshesFail(t *testing.T) {
 		t.Error("an expired key set still answered Lookup")
 	}
 	ks.SetMode(gatewaytest.Serve)
-	gatewaytest.WaitFor(t, "recovery", usable(c))
+	testutil.Eventually(t, 10*time.Second, "recovery", usable(c))
 }
 
 func TestCacheRefreshesInBackground(t *testing.T) {
 	ks := gatewaytest.NewKeyServer(t, nil)
 	c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: 300 * time.Millisecond})
-	gatewaytest.WaitFor(t, "the first load", usable(c))
+	testutil.Eventually(t, 10*time.Second, "the first load", usable(c))
 	ks.Publish(ks.AddKey(t, "k2", "ES256"))
-	gatewaytest.WaitFor(t, "rotation to k2", func() bool {
+	testutil.Eventually(t, 10*time.Second, "rotation to k2", func() bool {
 		_, ok := c.Lookup("k2", time.Now())
 		return ok
 	})
@@ -201,7 +202,7 @@ func TestRefreshEarlyOneFetchForManyCallers(t *testing.T) {
 	}))
 	t.Cleanup(slow.Close)
 	c := startCache(t, jwks.Options{URL: slow.URL, TTL: time.Minute, Cooldown: time.Minute})
-	gatewaytest.WaitFor(t, "the first load", usable(c))
+	testutil.Eventually(t, 10*time.Second, "the first load", usable(c))
 	before := hits.Load()
 
 	ks.Publish("k1", ks.AddKey(t, "k2", "EdDSA"))
