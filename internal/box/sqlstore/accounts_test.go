@@ -90,8 +90,12 @@ func TestRevokeAccountRacingCapabilities(t *testing.T) {
 			again, err = s.RevokeAccount(ctx, tx, account, deleter)
 			return err
 		})
-		if err != nil || len(again.Revoked) != 0 || again.Voided != 0 {
-			t.Errorf("second RevokeAccount = %+v, %v; want nothing changed", again, err)
+		// On PostgreSQL a capability whose insert read the entitlement
+		// before the revocation committed is not voided by it, so a second
+		// application may void it; it never redeemed either way (checked
+		// above: redemption requires the entitlement to be active).
+		if err != nil || len(again.Revoked) != 0 {
+			t.Errorf("second RevokeAccount = %+v, %v; want no entitlement revoked again", again, err)
 		}
 		if got := count(t, db, `SELECT count(*) FROM entitlement_events WHERE action = 'revoke'`); got != 2 {
 			t.Errorf("revoke events after a second application = %d, want 2", got)
