@@ -123,7 +123,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		for _, email := range []string{"admin@example.com", "member@example.com", "invitee@example.com", "staff@example.com", "locked@example.com", "late@example.com"} {
 			c.Do("POST", "/v1/users", `{"email":"`+email+`",`+pw+`}`, 201)
 		}
-		if err := env.Service.SetStaff(context.Background(), "staff@example.com", true); err != nil {
+		if err := env.Service.SetStaff(context.Background(), "staff@example.com", true, "test"); err != nil {
 			t.Fatal(err)
 		}
 
