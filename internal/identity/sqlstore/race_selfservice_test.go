@@ -2,8 +2,10 @@ package sqlstore_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
+	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/identitytest"
 	"github.com/platformco/platform/internal/sqldb"
@@ -158,6 +160,36 @@ func TestRaceWrongCurrentPasswords(t *testing.T) {
 		wantNoUnexpected(t, unexpected)
 		if codes[identity.CodeInvalidCredentials] != threshold || codes[identity.CodeLocked] != racers-threshold {
 			t.Errorf("answers = %v, want %d invalid_credentials and %d locked", codes, threshold, racers-threshold)
+		}
+	})
+}
+
+// TestRaceRawOwnerRemovals: owners' memberships deleted at once by plain
+// statements (no store code, no account lock of its own) still leave one.
+func TestRaceRawOwnerRemovals(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		const owners = 10
+		env := identitytest.New(t, engine, identitytest.Config{})
+		ps := teamOfOwners(t, env, owners)
+		acct := ps[0].Account.ID
+		var (
+			mu      sync.Mutex
+			removed int
+		)
+		_, unexpected := race(racers, func(i int) error {
+			res, err := env.DB.Exec(ctx, `DELETE FROM memberships WHERE account_id = $1 AND user_id = $2`, acct, ps[i%owners].User.ID)
+			if err != nil {
+				return errs.New("refused", err.Error()) // the trigger's refusal is the expected answer
+			}
+			n, _ := res.RowsAffected()
+			mu.Lock()
+			removed += int(n)
+			mu.Unlock()
+			return nil
+		})
+		wantNoUnexpected(t, unexpected)
+		if left := ownersOf(t, env, acct); left != 1 || removed != owners-1 {
+			t.Fatalf("owners left = %d after %d removals, want exactly 1 after %d", left, removed, owners-1)
 		}
 	})
 }

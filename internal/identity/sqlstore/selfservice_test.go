@@ -489,3 +489,39 @@ func TestStaffChangesAreAudited(t *testing.T) {
 		}
 	})
 }
+
+// TestLastOwnerInTheDatabase: statements from any connection, not only the
+// store's, cannot leave an account without an owner; deleting the account
+// or the user still takes the memberships with it.
+func TestLastOwnerInTheDatabase(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		env := identitytest.New(t, engine, identitytest.Config{})
+		ps := teamOfOwners(t, env, 2)
+		acct := ps[0].Account.ID
+		if _, err := env.DB.Exec(ctx, `DELETE FROM memberships WHERE account_id = $1 AND user_id = $2`, acct, ps[1].User.ID); err != nil {
+			t.Fatalf("removing one of two owners: %v", err)
+		}
+		for _, q := range []string{
+			`DELETE FROM memberships WHERE account_id = $1 AND user_id = $2`,
+			`UPDATE memberships SET role = 'admin' WHERE account_id = $1 AND user_id = $2`,
+			`DELETE FROM memberships WHERE account_id = $1 AND user_id = $2 AND role = 'owner'`,
+		} {
+			if _, err := env.DB.Exec(ctx, q, acct, ps[0].User.ID); err == nil {
+				t.Errorf("%s: succeeded on the last owner", q)
+			}
+		}
+		if n := ownersOf(t, env, acct); n != 1 {
+			t.Fatalf("owners = %d, want 1", n)
+		}
+		// A user with a personal and a team account is deleted outright;
+		// another team account is deleted with its sole owner's membership.
+		doomed := env.User(t, "doomed@example.com")
+		env.Team(t, doomed, "Doomed Corp")
+		if _, err := env.DB.Exec(ctx, `DELETE FROM users WHERE id = $1`, doomed.User.ID); err != nil {
+			t.Errorf("deleting a user who owns accounts: %v", err)
+		}
+		if err := env.Service.DeleteAccount(ctx, ps[0]); err != nil {
+			t.Errorf("deleting the account: %v", err)
+		}
+	})
+}

@@ -13,6 +13,32 @@ ALTER TABLE invitations ADD COLUMN revoked_at timestamptz;
 ALTER TABLE invitations ADD CONSTRAINT invitations_one_end CHECK (
     (accepted_at IS NOT NULL)::int + (declined_at IS NOT NULL)::int + (revoked_at IS NOT NULL)::int <= 1);
 
+-- An account keeps an owner for every connection, not only for the store's
+-- code: removing or demoting an owner needs another owner to remain. The
+-- account's row is locked first, as the store does, so two owners leaving
+-- at once are serialised and the second sees the first gone. A cascade
+-- from deleting the account, or the user, finds that row gone and passes.
+-- +goose StatementBegin
+CREATE FUNCTION memberships_keep_an_owner() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.role = 'owner' AND (TG_OP = 'DELETE' OR NEW.role <> 'owner' OR NEW.account_id <> OLD.account_id) THEN
+        PERFORM 1 FROM accounts WHERE id = OLD.account_id FOR UPDATE;
+        IF FOUND AND EXISTS (SELECT 1 FROM users WHERE id = OLD.user_id)
+           AND NOT EXISTS (SELECT 1 FROM memberships
+                           WHERE account_id = OLD.account_id AND role = 'owner' AND user_id <> OLD.user_id) THEN
+            RAISE EXCEPTION 'memberships: the last owner of account % cannot be removed or demoted', OLD.account_id;
+        END IF;
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        RETURN OLD;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER memberships_keep_an_owner BEFORE DELETE OR UPDATE ON memberships
+    FOR EACH ROW EXECUTE FUNCTION memberships_keep_an_owner();
+
 -- Staff changes, written by `identity staff` in the transaction that makes
 -- them. The trail is append-only for every connection.
 CREATE TABLE staff_audit (
@@ -41,6 +67,8 @@ CREATE TRIGGER staff_audit_no_truncate BEFORE TRUNCATE ON staff_audit
 -- +goose Down
 DROP TABLE staff_audit;
 DROP FUNCTION staff_audit_append_only;
+DROP TRIGGER memberships_keep_an_owner ON memberships;
+DROP FUNCTION memberships_keep_an_owner;
 ALTER TABLE invitations DROP CONSTRAINT invitations_one_end;
 ALTER TABLE invitations DROP COLUMN revoked_at;
 ALTER TABLE invitations DROP COLUMN declined_at;

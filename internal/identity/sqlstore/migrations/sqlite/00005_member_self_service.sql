@@ -23,6 +23,31 @@ BEGIN
 END;
 -- +goose StatementEnd
 
+-- An account keeps an owner for every connection: removing or demoting an
+-- owner needs another owner to remain. (SQLite runs one write transaction
+-- at a time, so the count cannot race.) A cascade from deleting the
+-- account, or the user, runs after that row is gone and passes.
+-- +goose StatementBegin
+CREATE TRIGGER memberships_keep_an_owner_delete BEFORE DELETE ON memberships
+WHEN OLD.role = 'owner'
+  AND EXISTS (SELECT 1 FROM accounts WHERE id = OLD.account_id)
+  AND EXISTS (SELECT 1 FROM users WHERE id = OLD.user_id)
+  AND NOT EXISTS (SELECT 1 FROM memberships WHERE account_id = OLD.account_id AND role = 'owner' AND user_id <> OLD.user_id)
+BEGIN
+    SELECT RAISE(ABORT, 'memberships: the last owner of an account cannot be removed or demoted');
+END;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER memberships_keep_an_owner_update BEFORE UPDATE ON memberships
+WHEN OLD.role = 'owner' AND (NEW.role <> 'owner' OR NEW.account_id <> OLD.account_id)
+  AND EXISTS (SELECT 1 FROM accounts WHERE id = OLD.account_id)
+  AND EXISTS (SELECT 1 FROM users WHERE id = OLD.user_id)
+  AND NOT EXISTS (SELECT 1 FROM memberships WHERE account_id = OLD.account_id AND role = 'owner' AND user_id <> OLD.user_id)
+BEGIN
+    SELECT RAISE(ABORT, 'memberships: the last owner of an account cannot be removed or demoted');
+END;
+-- +goose StatementEnd
+
 CREATE TABLE staff_audit (
     id         TEXT PRIMARY KEY,
     user_id    TEXT NOT NULL,
@@ -48,6 +73,8 @@ END;
 DROP TRIGGER staff_audit_no_delete;
 DROP TRIGGER staff_audit_no_update;
 DROP TABLE staff_audit;
+DROP TRIGGER memberships_keep_an_owner_update;
+DROP TRIGGER memberships_keep_an_owner_delete;
 DROP TRIGGER invitations_one_end_insert;
 DROP TRIGGER invitations_one_end;
 ALTER TABLE invitations DROP COLUMN revoked_at;
