@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
 
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/sqldb"
@@ -13,7 +12,7 @@ import (
 // touchSession moves a session's last_seen_at to now. The condition makes
 // concurrent requests of one session write it once per minute between
 // them, not once each.
-func (s *Store) touchSession(ctx context.Context, sessionID string, now time.Time) error {
+func (s *Store) touchSession(ctx context.Context, sessionID string) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE sessions SET last_seen_at = $2 WHERE id = $1 AND last_seen_at < $3`,
 			sessionID, tx.Now, tx.Now.Add(-identity.LastSeenGranularity))

@@ -210,11 +210,9 @@ func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID s
 		aCreate sql.NullTime
 		aUpdate sql.NullTime
 		role    sql.NullString
-		// lastSeen is scanned as a timestamp on both engines.
-		lastSeen time.Time
 	)
-	clock := s.db.Now()
-	now := sqldb.Timestamp(clock)
+	var lastSeen time.Time
+	now := sqldb.Timestamp(s.db.Now())
 	var err error
 	if accountID == "" {
 		err = s.db.ReadRow(ctx, func(r sqldb.Row) error {
@@ -248,8 +246,8 @@ func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID s
 	}
 	p.SessionID = sessionID
 	p.User.CreatedAt = p.User.CreatedAt.UTC()
-	if stale := clock.Add(-identity.LastSeenGranularity); lastSeen.Before(stale) {
-		if err := s.touchSession(ctx, sessionID, clock); err != nil {
+	if lastSeen.Before(now.Add(-identity.LastSeenGranularity)) {
+		if err := s.touchSession(ctx, sessionID); err != nil {
 			return identity.Principal{}, err
 		}
 	}
