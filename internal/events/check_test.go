@@ -23,6 +23,8 @@ func identityManifest() Manifest {
 		"identity.member.joined",
 		"identity.member.removed",
 		"identity.member.role_changed",
+		"identity.staff.enabled",
+		"identity.staff.disabled",
 	}}
 }
 
@@ -95,13 +97,14 @@ func TestCatalogHoldsPlatformRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every row of platform.md section 6 plus this repository's two additions.
+	// Every row of platform.md section 6 plus this repository's four additions.
 	want := map[string]Status{
 		"identity.user.created": StatusDeclared, "identity.user.email_verified": StatusNotEmitted,
 		"identity.account.created": StatusDeclared, "identity.account.updated": StatusDeclared,
 		"identity.account.deleted": StatusDeclared, "identity.member.invited": StatusDeclared,
 		"identity.member.joined": StatusDeclared, "identity.member.removed": StatusDeclared,
 		"identity.member.role_changed": StatusDeclared, "identity.mfa.enabled": StatusNotEmitted,
+		"identity.staff.enabled": StatusDeclared, "identity.staff.disabled": StatusDeclared,
 		"identity.mfa.disabled": StatusNotEmitted, "identity.session.revoked": StatusNotEmitted,
 		"identity.api_key.created": StatusNotEmitted, "identity.api_key.revoked": StatusNotEmitted,
 		"identity.oidc_client.created": StatusNotEmitted, "identity.oidc_client.revoked": StatusNotEmitted,

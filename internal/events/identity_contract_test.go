@@ -53,6 +53,23 @@ func TestIdentityEventsMeetTheContract(t *testing.T) {
 		if err := svc.RemoveMember(ctx, team, colleague.User.ID); err != nil { // member.removed
 			t.Fatal(err)
 		}
+		decliner := env.User(t, "decliner@example.com")
+		offer, err := svc.Invite(ctx, team, "decliner@example.com", identity.RoleMember)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if offer, err = svc.ResendInvitation(ctx, team, offer.ID); err != nil { // member.invited again
+			t.Fatal(err)
+		}
+		if err := svc.DeclineInvitation(ctx, decliner, offer.Token); err != nil { // member.removed (the invitee)
+			t.Fatal(err)
+		}
+		if err := svc.SetStaff(ctx, "owner@example.com", true, "cli"); err != nil { // staff.enabled
+			t.Fatal(err)
+		}
+		if err := svc.SetStaff(ctx, "owner@example.com", false, "cli"); err != nil { // staff.disabled
+			t.Fatal(err)
+		}
 		if err := svc.DeleteAccount(ctx, env.For(t, owner, team.Account.ID)); err != nil { // account.deleted
 			t.Fatal(err)
 		}
@@ -91,8 +108,8 @@ func TestIdentityEventsMeetTheContract(t *testing.T) {
 				t.Errorf("no %s row: the flows did not emit it", typ)
 			}
 		}
-		if seen[identity.EventAccountCreated] != 3 {
-			t.Errorf("%d account.created rows, want 3 (two personal, one team)", seen[identity.EventAccountCreated])
+		if seen[identity.EventAccountCreated] != 4 {
+			t.Errorf("%d account.created rows, want 4 (three personal, one team)", seen[identity.EventAccountCreated])
 		}
 
 		// Subjects and payloads say what happened to what.
@@ -109,6 +126,10 @@ func TestIdentityEventsMeetTheContract(t *testing.T) {
 			case identity.EventMemberRoleChanged:
 				if data["old_role"] != "member" || data["new_role"] != "admin" || data["changed_by"] != owner.User.ID {
 					t.Errorf("member.role_changed: %v", data)
+				}
+			case identity.EventStaffEnabled, identity.EventStaffDisabled:
+				if r.Envelope.Subject != owner.User.ID || data["user_id"] != owner.User.ID {
+					t.Errorf("%s: subject %s data %v, want the user", r.Envelope.Type, r.Envelope.Subject, data)
 				}
 			case identity.EventMemberJoined, identity.EventMemberInvited, identity.EventMemberRemoved, identity.EventAccountDeleted:
 				if r.Envelope.Subject != team.Account.ID || data["account_id"] != team.Account.ID {

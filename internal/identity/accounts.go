@@ -14,6 +14,7 @@ const (
 	MinRoleRename     = RoleAdmin
 	MinRoleInvite     = RoleAdmin
 	MinRoleRemove     = RoleAdmin
+	MinRoleLeave      = RoleMember // remove oneself
 	MinRoleChangeRole = RoleOwner
 	MinRoleDelete     = RoleOwner
 )
@@ -101,10 +102,18 @@ func (s *Service) ChangeRole(ctx context.Context, p Principal, userID string, ro
 	return s.store.ChangeRole(ctx, p.Account.ID, userID, role, p.User.ID)
 }
 
-// RemoveMember ends a membership. Errors: as Authorize (admin),
+// RemoveMember ends a membership. Any member may end their own (leave
+// the account) unless they are its last owner; ending another's needs an
+// admin. Errors: as Authorize (member for oneself, else admin),
 // CodeNotFound (no such member), CodeForbidden (an admin removing an
 // owner), CodeValidation (last_owner on user_id).
 func (s *Service) RemoveMember(ctx context.Context, p Principal, userID string) error {
+	if err := Authorize(p, MinRoleLeave); err != nil {
+		return err
+	}
+	if userID == p.User.ID {
+		return s.store.LeaveAccount(ctx, p.Account.ID, userID)
+	}
 	if err := Authorize(p, MinRoleRemove); err != nil {
 		return err
 	}
@@ -127,7 +136,10 @@ func (s *Service) Invite(ctx context.Context, p Principal, email string, role Ro
 	if role != RoleAdmin && role != RoleMember {
 		f.Add("role", RuleInvalid)
 	}
-	if err := f.Err(CodeValidation, "the request has invalid fields (role must be admin or member)"); err != nil {
+	if err := f.Err(CodeValidation, invalidFieldsMessage(f, map[string]string{
+		"email": "email must be a valid address",
+		"role":  "role must be admin or member",
+	})); err != nil {
 		return Invitation{}, err
 	}
 	token, digest := newToken()
@@ -149,4 +161,20 @@ func (s *Service) AcceptInvitation(ctx context.Context, p Principal, token strin
 		return Membership{}, &errs.Error{Code: CodeValidation, Message: "token is required", Fields: []errs.FieldError{{Field: "token", Code: RuleRequired}}}
 	}
 	return s.store.AcceptInvitation(ctx, TokenDigest(token), p.User.ID)
+}
+
+// invalidFieldsMessage names the fields that failed in the detail, so the
+// detail and the errors list never disagree; why says what each field
+// must be.
+func invalidFieldsMessage(f errs.Fields, why map[string]string) string {
+	var parts []string
+	for _, fe := range f {
+		if w, ok := why[fe.Field]; ok {
+			parts = append(parts, w)
+		}
+	}
+	if len(parts) == 0 {
+		return "the request has invalid fields"
+	}
+	return "the request has invalid fields: " + strings.Join(parts, "; ")
 }

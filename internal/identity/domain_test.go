@@ -286,6 +286,7 @@ func TestEventTypes(t *testing.T) {
 	want := []string{
 		"identity.user.created", "identity.account.created", "identity.account.updated", "identity.account.deleted",
 		"identity.member.invited", "identity.member.joined", "identity.member.removed", "identity.member.role_changed",
+		"identity.staff.enabled", "identity.staff.disabled",
 	}
 	got := EventTypes()
 	if strings.Join(got, ",") != strings.Join(want, ",") {

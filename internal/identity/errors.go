@@ -18,6 +18,9 @@ const (
 	CodeInvitationUsed    = "invitation_used"    // 410
 	CodePersonalAccount   = "personal_account"   // 422
 	CodeLocked            = "account_locked"     // 423, with RetryAfter
+	// CodeInvalidCredentials refuses a signed-in caller's wrong current
+	// password (403: the caller is authenticated, the proof is not).
+	CodeInvalidCredentials = "invalid_credentials"
 )
 
 // Field rule codes carried in validation errors.
@@ -48,8 +51,13 @@ var (
 	ErrPersonalAccount   = errs.New(CodePersonalAccount, "a personal account cannot be deleted")
 	ErrOwnerByAdmin      = errs.New(CodeForbidden, "an admin cannot remove an owner")
 	ErrUserNotFound      = errs.New(CodeNotFound, "no user has that address")
-	ErrLastOwnerDemoted  = &errs.Error{Code: CodeValidation, Message: "the last owner cannot be demoted", Fields: []errs.FieldError{{Field: "role", Code: RuleLastOwner}}}
-	ErrLastOwnerRemoved  = &errs.Error{Code: CodeValidation, Message: "the last owner cannot be removed", Fields: []errs.FieldError{{Field: "user_id", Code: RuleLastOwner}}}
+	// ErrInvitationNotFound answers an admin naming an invitation that is
+	// not open in the account (unknown, another account's, or already
+	// accepted, declined or revoked).
+	ErrInvitationNotFound = errs.New(CodeNotFound, "no such open invitation in this account")
+	ErrInvalidCredentials = errs.New(CodeInvalidCredentials, "the current password is wrong")
+	ErrLastOwnerDemoted   = &errs.Error{Code: CodeValidation, Message: "the last owner cannot be demoted", Fields: []errs.FieldError{{Field: "role", Code: RuleLastOwner}}}
+	ErrLastOwnerRemoved   = &errs.Error{Code: CodeValidation, Message: "the last owner cannot be removed", Fields: []errs.FieldError{{Field: "user_id", Code: RuleLastOwner}}}
 )
 
 // LockedError is the answer to any sign-in while the user is locked.

@@ -12,6 +12,8 @@ const (
 	EventMemberJoined      = "identity.member.joined"
 	EventMemberRemoved     = "identity.member.removed"
 	EventMemberRoleChanged = "identity.member.role_changed"
+	EventStaffEnabled      = "identity.staff.enabled"
+	EventStaffDisabled     = "identity.staff.disabled"
 )
 
 // EventTypes lists every type identity emits.
@@ -19,6 +21,7 @@ func EventTypes() []string {
 	return []string{
 		EventUserCreated, EventAccountCreated, EventAccountUpdated, EventAccountDeleted,
 		EventMemberInvited, EventMemberJoined, EventMemberRemoved, EventMemberRoleChanged,
+		EventStaffEnabled, EventStaffDisabled,
 	}
 }
 
@@ -78,6 +81,9 @@ type (
 		NewRole   Role   `json:"new_role"`
 		ChangedBy string `json:"changed_by"`
 	}
+	staffChanged struct {
+		UserID string `json:"user_id"`
+	}
 )
 
 // UserCreated is the fact of a registration.
@@ -112,7 +118,9 @@ func MemberJoined(m Membership, invitationID string) Event {
 	return Event{EventMemberJoined, m.AccountID, memberJoined{m.AccountID, m.UserID, m.Role, invitationID}}
 }
 
-// MemberRemoved is the fact of a membership's end.
+// MemberRemoved is the fact of a membership's end: removed by an admin
+// or owner (by), left (by is userID), or an invitation declined (userID
+// and by are the invitee, who never became a member).
 func MemberRemoved(accountID, userID, by string) Event {
 	return Event{EventMemberRemoved, accountID, memberRemoved{accountID, userID, by}}
 }
@@ -120,4 +128,14 @@ func MemberRemoved(accountID, userID, by string) Event {
 // MemberRoleChanged is the fact of a role change.
 func MemberRoleChanged(accountID, userID string, old, new Role, by string) Event {
 	return Event{EventMemberRoleChanged, accountID, memberRoleChanged{accountID, userID, old, new, by}}
+}
+
+// StaffChanged is the fact of a user gaining (enabled) or losing staff
+// authority.
+func StaffChanged(userID string, staff bool) Event {
+	typ := EventStaffDisabled
+	if staff {
+		typ = EventStaffEnabled
+	}
+	return Event{typ, userID, staffChanged{userID}}
 }

@@ -63,7 +63,14 @@ type Session struct {
 	UserID    string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// LastSeenAt is when the session was last used, to within a minute:
+	// Authenticate refreshes it only when it is older than that.
+	LastSeenAt time.Time
 }
+
+// LastSeenGranularity is how stale a session's LastSeenAt may be: a
+// request writes it only when it is older, so reads stay reads.
+const LastSeenGranularity = time.Minute
 
 // Account is a tenant: the personal account made at registration, or a
 // team account. Role is the caller's role in it.

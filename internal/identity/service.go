@@ -178,9 +178,10 @@ func (s *Service) Logout(ctx context.Context, p Principal) error {
 	return s.store.EndSession(ctx, p.SessionID)
 }
 
-// SetStaff marks a user as staff or not. Errors: CodeNotFound.
-func (s *Service) SetStaff(ctx context.Context, email string, staff bool) error {
-	return s.store.SetStaff(ctx, NormalizeEmail(email), staff)
+// SetStaff marks a user as staff or not; actor names who made the change
+// in the audit trail (the command line's operator). Errors: CodeNotFound.
+func (s *Service) SetStaff(ctx context.Context, email string, staff bool, actor string) error {
+	return s.store.SetStaff(ctx, NormalizeEmail(email), staff, actor)
 }
 
 // Directory search limits.

@@ -50,8 +50,19 @@ type Store interface {
 	// that account (Principal.Account nil when not a member).
 	// Errors: ErrUnauthorized.
 	Authenticate(ctx context.Context, sessionID, userID, accountID string) (Principal, error)
-	// SetStaff marks the user with email as staff or not. Errors: ErrUserNotFound.
-	SetStaff(ctx context.Context, email string, staff bool) error
+	// SetStaff marks the user with email as staff or not; a change writes
+	// an audit row naming actor and its event in the same transaction, and
+	// setting what is already so writes nothing. Errors: ErrUserNotFound.
+	SetStaff(ctx context.Context, email string, staff bool, actor string) error
+	// ListSessions returns userID's live sessions, newest first.
+	ListSessions(ctx context.Context, userID string) ([]Session, error)
+	// EndOtherSessions ends every live session of userID but keep.
+	EndOtherSessions(ctx context.Context, userID, keep string) error
+	// ChangePassword replaces userID's password hash, resets the failure
+	// count and ends every session but keep, unless keep has ended or the
+	// user became locked meanwhile. Errors: ErrUnauthorized, the locked
+	// error.
+	ChangePassword(ctx context.Context, userID, keep, hash string) error
 	// SearchUsers returns users whose email or display name contains
 	// query (matched literally, case-insensitively), ordered by email.
 	SearchUsers(ctx context.Context, query string, limit int) ([]StaffRecord, error)
@@ -91,4 +102,25 @@ type Store interface {
 	// ErrInvitationUsed, ErrInvitationExpired, ErrAlreadyMember (the
 	// invitation stays usable).
 	AcceptInvitation(ctx context.Context, tokenDigest, userID string) (Membership, error)
+	// DeclineInvitation ends the invitation with tokenDigest as declined
+	// by userID, by one conditional UPDATE, and records the invitee's
+	// removal. Errors: ErrInvitationUnknown (also when revoked or
+	// replaced by a resend), ErrInvitationUsed, ErrInvitationExpired.
+	DeclineInvitation(ctx context.Context, tokenDigest, userID string) error
+	// ListInvitations returns a page of an account's open invitations (not
+	// accepted, declined or revoked; expired ones included, since they can
+	// be resent), ordered by (created_at, id); next is nil on the last page.
+	ListInvitations(ctx context.Context, accountID string, page PageRequest) (invs []Invitation, next *Cursor, err error)
+	// RevokeInvitation ends an open invitation of accountID. The caller
+	// (by) must still be an admin. Errors: ErrInvitationNotFound,
+	// ErrRoleForbidden, ErrAccountNotFound.
+	RevokeInvitation(ctx context.Context, accountID, invitationID, by string) error
+	// ResendInvitation gives an open invitation of accountID a new token
+	// digest and a new expiry; the old token stops working in the same
+	// UPDATE. Errors: as RevokeInvitation.
+	ResendInvitation(ctx context.Context, accountID, invitationID, tokenDigest, by string) (Invitation, error)
+	// LeaveAccount ends userID's own membership of accountID; the last
+	// owner never leaves. Errors: ErrAccountNotFound (not a member),
+	// ErrLastOwnerRemoved.
+	LeaveAccount(ctx context.Context, accountID, userID string) error
 }

@@ -64,6 +64,8 @@ func TestDecoding(t *testing.T) {
 			{"PATCH", "/v1/accounts/" + acc + "/members/" + ownerID},
 			{"POST", "/v1/accounts/" + acc + "/invitations"},
 			{"POST", "/v1/invitations/accept"},
+			{"POST", "/v1/invitations/decline"},
+			{"POST", "/v1/me/password"},
 		}
 		huge := `{"name":"` + strings.Repeat("x", httpx.MaxBodyBytes) + `"}`
 		bodies := []struct {

@@ -16,15 +16,16 @@ import (
 
 // statusOf is the one table from identity's error codes to HTTP statuses.
 var statusOf = map[string]int{
-	identity.CodeValidation:        http.StatusUnprocessableEntity,
-	identity.CodeUnauthorized:      http.StatusUnauthorized,
-	identity.CodeForbidden:         http.StatusForbidden,
-	identity.CodeNotFound:          http.StatusNotFound,
-	identity.CodeConflict:          http.StatusConflict,
-	identity.CodeInvitationExpired: http.StatusGone,
-	identity.CodeInvitationUsed:    http.StatusGone,
-	identity.CodePersonalAccount:   http.StatusUnprocessableEntity,
-	identity.CodeLocked:            http.StatusLocked,
+	identity.CodeValidation:         http.StatusUnprocessableEntity,
+	identity.CodeUnauthorized:       http.StatusUnauthorized,
+	identity.CodeForbidden:          http.StatusForbidden,
+	identity.CodeNotFound:           http.StatusNotFound,
+	identity.CodeConflict:           http.StatusConflict,
+	identity.CodeInvitationExpired:  http.StatusGone,
+	identity.CodeInvitationUsed:     http.StatusGone,
+	identity.CodePersonalAccount:    http.StatusUnprocessableEntity,
+	identity.CodeLocked:             http.StatusLocked,
+	identity.CodeInvalidCredentials: http.StatusForbidden,
 }
 
 type api struct {

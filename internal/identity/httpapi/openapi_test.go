@@ -123,7 +123,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		for _, email := range []string{"admin@example.com", "member@example.com", "invitee@example.com", "staff@example.com", "locked@example.com", "late@example.com"} {
 			c.Do("POST", "/v1/users", `{"email":"`+email+`",`+pw+`}`, 201)
 		}
-		if err := env.Service.SetStaff(context.Background(), "staff@example.com", true); err != nil {
+		if err := env.Service.SetStaff(context.Background(), "staff@example.com", true, "test"); err != nil {
 			t.Fatal(err)
 		}
 
@@ -255,6 +255,73 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("PATCH", acct, `{"name":"x"}`, 404, "not_found", openapitest.Bearer(inviteeTok))
 		c.Code("PATCH", acct, `{"name":"x"}`, 401, "unauthorized")
 
+		// Open invitations: list, resend, decline, revoke.
+		c.Do("GET", inv, "", 200, openapitest.Bearer(adminTok))
+		var invPage struct {
+			Invitations []json.RawMessage
+			NextCursor  *string `json:"next_cursor"`
+		}
+		c.JSON("GET", inv+"?limit=1", "", 200, &invPage, openapitest.Bearer(adminTok))
+		if invPage.NextCursor == nil {
+			t.Fatal("invitations?limit=1 of two: no next_cursor")
+		}
+		c.Do("GET", inv+"?limit=1&cursor="+*invPage.NextCursor, "", 200, openapitest.Bearer(adminTok))
+		c.Code("GET", inv+"?cursor=bm90LWEtY3Vyc29y", "", 422, "validation_failed", openapitest.Bearer(adminTok))
+		c.Code("GET", inv, "", 403, "forbidden", openapitest.Bearer(memberTok))
+		c.Code("GET", inv, "", 404, "not_found", openapitest.Bearer(inviteeTok))
+		c.Code("GET", inv, "", 401, "unauthorized")
+		var fresh, resent struct{ ID, Token string }
+		c.JSON("POST", inv, `{"email":"fresh@example.com","role":"member"}`, 201, &fresh, openapitest.Bearer(ownerTok))
+		c.JSON("POST", inv+"/"+fresh.ID+"/resend", "", 200, &resent, openapitest.Bearer(adminTok))
+		c.Code("POST", inv+"/"+fresh.ID+"/resend", "", 403, "forbidden", openapitest.Bearer(memberTok))
+		c.Code("POST", inv+"/not-a-uuid/resend", "", 404, "not_found", openapitest.Bearer(adminTok))
+		c.Code("POST", inv+"/"+fresh.ID+"/resend", "", 401, "unauthorized")
+		c.Code("POST", "/v1/invitations/accept", `{"token":"`+fresh.Token+`"}`, 404, "not_found", openapitest.Bearer(inviteeTok))
+		decline := "/v1/invitations/decline"
+		c.Code("POST", decline, `{"token":"`+resent.Token+`"}`, 403, "forbidden", openapitest.Header("Cookie", SessionCookie+"="+inviteeTok), evil)
+		c.Do("POST", decline, `{"token":"`+resent.Token+`"}`, 204, openapitest.Bearer(inviteeTok))
+		c.Code("POST", decline, `{"token":"`+resent.Token+`"}`, 410, "invitation_used", openapitest.Bearer(inviteeTok))
+		c.Code("POST", decline, `{"token":"`+fresh.Token+`"}`, 404, "not_found", openapitest.Bearer(inviteeTok))
+		c.Code("POST", decline, `{"token":" "}`, 422, "validation_failed", openapitest.Bearer(inviteeTok))
+		c.Code("POST", decline, `{"token":[]}`, 400, "malformed_json", openapitest.Bearer(inviteeTok))
+		c.Code("POST", decline, `{}`, 415, "unsupported_media_type", openapitest.Bearer(inviteeTok), plain)
+		c.Code("POST", decline, big, 413, "body_too_large", openapitest.Bearer(inviteeTok))
+		c.Code("POST", decline, `{"token":"x"}`, 401, "unauthorized")
+		var doomed struct{ ID string }
+		c.JSON("POST", inv, `{"email":"doomed@example.com","role":"admin"}`, 201, &doomed, openapitest.Bearer(ownerTok))
+		c.Code("DELETE", inv+"/"+doomed.ID, "", 403, "forbidden", openapitest.Bearer(memberTok))
+		c.Code("DELETE", inv+"/"+doomed.ID, "", 401, "unauthorized")
+		c.Do("DELETE", inv+"/"+doomed.ID, "", 204, openapitest.Bearer(adminTok))
+		c.Code("DELETE", inv+"/"+doomed.ID, "", 404, "not_found", openapitest.Bearer(adminTok))
+		c.Code("POST", inv+"/"+doomed.ID+"/resend", "", 404, "not_found", openapitest.Bearer(adminTok))
+
+		// The caller's sessions and password.
+		c.Do("POST", "/v1/users", `{"email":"roamer@example.com",`+pw+`}`, 201)
+		roamA, roamB := login("roamer@example.com"), login("roamer@example.com")
+		c.Do("GET", "/v1/me/sessions", "", 200, openapitest.Bearer(roamA))
+		c.Code("GET", "/v1/me/sessions", "", 401, "unauthorized")
+		c.Code("DELETE", "/v1/me/sessions", "", 403, "forbidden", openapitest.Header("Cookie", SessionCookie+"="+roamB), evil)
+		c.Code("DELETE", "/v1/me/sessions", "", 401, "unauthorized")
+		c.Do("DELETE", "/v1/me/sessions", "", 204, openapitest.Bearer(roamB))
+		c.Code("GET", "/v1/me", "", 401, "unauthorized", openapitest.Bearer(roamA))
+		pwPath := "/v1/me/password"
+		c.Do("POST", pwPath, `{"current_password":"correct horse battery","new_password":"another horse battery"}`, 204, openapitest.Bearer(roamB))
+		c.Code("POST", pwPath, `{"current_password":"another horse battery","new_password":"short"}`, 422, "validation_failed", openapitest.Bearer(roamB))
+		c.Code("POST", pwPath, `{"current_password":"x","new_password":"y","admin":true}`, 400, "malformed_json", openapitest.Bearer(roamB))
+		c.Code("POST", pwPath, `{}`, 415, "unsupported_media_type", openapitest.Bearer(roamB), plain)
+		c.Code("POST", pwPath, big, 413, "body_too_large", openapitest.Bearer(roamB))
+		c.Code("POST", pwPath, `{"current_password":"x","new_password":"yyyyyyyy"}`, 403, "forbidden", openapitest.Header("Cookie", SessionCookie+"="+roamB), evil)
+		c.Code("POST", pwPath, `{"current_password":"x","new_password":"yyyyyyyy"}`, 401, "unauthorized")
+		for i := 0; ; i++ {
+			status := 403
+			if i >= 5 {
+				status = 423
+			}
+			if w := c.Do("POST", pwPath, `{"current_password":"wrong password","new_password":"yyyyyyyy"}`, status, openapitest.Bearer(roamB)); w.Code == 423 {
+				break
+			}
+		}
+
 		// Members.
 		c.Do("GET", acct+"/members", "", 200, openapitest.Bearer(memberTok))
 		var page struct {
@@ -351,6 +418,13 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"DELETE", acct + "/members/" + userID, ""},
 		{"POST", acct + "/invitations", `{"email":"x@example.com","role":"member"}`},
 		{"POST", "/v1/invitations/accept", `{"token":"abc"}`},
+		{"GET", "/v1/me/sessions", ""},
+		{"DELETE", "/v1/me/sessions", ""},
+		{"POST", "/v1/me/password", `{"current_password":"correct horse battery","new_password":"another horse battery"}`},
+		{"GET", acct + "/invitations", ""},
+		{"DELETE", acct + "/invitations/" + userID, ""},
+		{"POST", acct + "/invitations/" + userID + "/resend", ""},
+		{"POST", "/v1/invitations/decline", `{"token":"abc"}`},
 	}
 }
 

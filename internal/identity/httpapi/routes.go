@@ -52,6 +52,9 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/session", a.login)
 	mux.Handle("DELETE /v1/session", a.authenticated(a.logout))
 	mux.Handle("GET /v1/me", a.authenticated(a.me))
+	mux.Handle("GET /v1/me/sessions", a.authenticated(a.listSessions))
+	mux.Handle("DELETE /v1/me/sessions", a.authenticated(a.endOtherSessions))
+	mux.Handle("POST /v1/me/password", a.authenticated(a.changePassword))
 
 	mux.Handle("GET /v1/operator/me", a.authenticated(a.operatorMe))
 	mux.Handle("GET /v1/operator/users", a.authenticated(a.searchUsers))
@@ -63,9 +66,15 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.Handle("DELETE /v1/accounts/{accountID}", a.member(identity.MinRoleDelete, a.deleteAccount))
 	mux.Handle("GET /v1/accounts/{accountID}/members", a.member(identity.MinRoleRead, a.listMembers))
 	mux.Handle("PATCH /v1/accounts/{accountID}/members/{userID}", a.member(identity.MinRoleChangeRole, a.changeRole))
-	mux.Handle("DELETE /v1/accounts/{accountID}/members/{userID}", a.member(identity.MinRoleRemove, a.removeMember))
+	// Any member may remove themselves (leave); the domain asks for admin
+	// when the member named is someone else.
+	mux.Handle("DELETE /v1/accounts/{accountID}/members/{userID}", a.member(identity.MinRoleLeave, a.removeMember))
+	mux.Handle("GET /v1/accounts/{accountID}/invitations", a.member(identity.MinRoleInvite, a.listInvitations))
 	mux.Handle("POST /v1/accounts/{accountID}/invitations", a.member(identity.MinRoleInvite, a.idempotentFor(a.invite)))
+	mux.Handle("DELETE /v1/accounts/{accountID}/invitations/{invitationID}", a.member(identity.MinRoleInvite, a.revokeInvitation))
+	mux.Handle("POST /v1/accounts/{accountID}/invitations/{invitationID}/resend", a.member(identity.MinRoleInvite, a.resendInvitation))
 	mux.Handle("POST /v1/invitations/accept", a.authenticated(a.acceptInvitation))
+	mux.Handle("POST /v1/invitations/decline", a.authenticated(a.declineInvitation))
 }
 
 // anonymous scopes the Idempotency-Keys of public routes.

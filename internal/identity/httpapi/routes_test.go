@@ -219,7 +219,7 @@ func TestRoutes(t *testing.T) {
 		s.do(t, "GET", "/v1/operator/me", nil, bearer(owner)).problem(t, http.StatusForbidden, "forbidden")
 		s.do(t, "GET", "/v1/operator/me", nil).problem(t, http.StatusUnauthorized, "unauthorized")
 		s.do(t, "GET", "/v1/operator/users?query=example", nil, bearer(owner)).problem(t, http.StatusForbidden, "forbidden")
-		if err := s.env.Service.SetStaff(ctx, "owner@example.com", true); err != nil {
+		if err := s.env.Service.SetStaff(ctx, "owner@example.com", true, "test"); err != nil {
 			t.Fatal(err)
 		}
 		op := s.do(t, "GET", "/v1/operator/me", nil, bearer(owner)).want(t, http.StatusOK).object(t)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -222,7 +223,7 @@ func staff(ctx context.Context, args []string, env cli.Env) error {
 	}
 	defer db.Close()
 	email := identity.NormalizeEmail(args[1])
-	if err := sqlstore.New(db).SetStaff(ctx, email, args[0] == "add"); err != nil {
+	if err := sqlstore.New(db).SetStaff(ctx, email, args[0] == "add", staffActor(env)); err != nil {
 		if errs.Code(err) == identity.CodeNotFound {
 			return fmt.Errorf("no user is registered as %s", email)
 		}
@@ -234,6 +235,16 @@ func staff(ctx context.Context, args []string, env cli.Env) error {
 		fmt.Fprintf(env.Stdout, "%s is no longer staff\n", email)
 	}
 	return nil
+}
+
+// staffActor names who ran `identity staff` in the audit trail: the
+// command line, and the operating-system account when the environment
+// says (the command has no signed-in user).
+func staffActor(env cli.Env) string {
+	if u := strings.TrimSpace(env.Getenv("USER")); u != "" {
+		return "cli:" + u
+	}
+	return "cli"
 }
 
 func keys(ctx context.Context, args []string, env cli.Env) error {

@@ -265,7 +265,7 @@ func (e *Env) Count(t testing.TB, table string) int {
 func (e *Env) Counts(t testing.TB) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, table := range []string{"users", "sessions", "accounts", "memberships", "invitations", "signing_keys", "outbox"} {
+	for _, table := range []string{"users", "sessions", "accounts", "memberships", "invitations", "signing_keys", "outbox", "staff_audit"} {
 		out[table] = e.Count(t, table)
 	}
 	return out

@@ -325,7 +325,8 @@ func (s *Store) AcceptInvitation(ctx context.Context, digest, userID string) (id
 		)
 		err := tx.QueryRow(ctx, `
 			UPDATE invitations SET accepted_at = $2, accepted_by = $3
-			WHERE token_digest = $1 AND accepted_at IS NULL AND expires_at > $2
+			WHERE token_digest = $1 AND accepted_at IS NULL AND declined_at IS NULL AND revoked_at IS NULL
+			  AND expires_at > $2
 			RETURNING id, account_id, role`, digest, tx.Now, userID).Scan(&invID, &m.AccountID, &role)
 		if errors.Is(err, sql.ErrNoRows) {
 			return whyNotAccepted(ctx, tx, digest)
@@ -352,16 +353,19 @@ func (s *Store) AcceptInvitation(ctx context.Context, digest, userID string) (id
 	return m, err
 }
 
-// whyNotAccepted explains a failed accept: unknown, used or expired.
+// whyNotAccepted explains a failed accept or decline: unknown (or
+// revoked: a withdrawn invitation is answered as if it never was), used
+// (accepted or declined) or expired.
 func whyNotAccepted(ctx context.Context, tx *sqldb.Tx, digest string) error {
-	var accepted sql.NullTime
-	err := tx.QueryRow(ctx, `SELECT accepted_at FROM invitations WHERE token_digest = $1`, digest).Scan(&accepted)
+	var accepted, declined, revoked sql.NullTime
+	err := tx.QueryRow(ctx, `SELECT accepted_at, declined_at, revoked_at FROM invitations WHERE token_digest = $1`, digest).
+		Scan(&accepted, &declined, &revoked)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	case errors.Is(err, sql.ErrNoRows), err == nil && revoked.Valid:
 		return identity.ErrInvitationUnknown
 	case err != nil:
 		return err
-	case accepted.Valid:
+	case accepted.Valid, declined.Valid:
 		return identity.ErrInvitationUsed
 	default:
 		return identity.ErrInvitationExpired

@@ -41,14 +41,14 @@ func TestStaffDirectory(t *testing.T) {
 			}
 		}
 		staff := env.User(t, "staff@z.io")
-		if err := env.Service.SetStaff(ctx, " STAFF@z.io ", true); err != nil {
+		if err := env.Service.SetStaff(ctx, " STAFF@z.io ", true, "test"); err != nil {
 			t.Fatal(err)
 		}
 		staff = env.For(t, staff, "")
 		if !staff.User.Staff {
 			t.Fatal("SetStaff did not make the user staff")
 		}
-		if err := env.Service.SetStaff(ctx, "nobody@z.io", true); !errorsIs(err, identity.ErrUserNotFound) {
+		if err := env.Service.SetStaff(ctx, "nobody@z.io", true, "test"); !errorsIs(err, identity.ErrUserNotFound) {
 			t.Errorf("SetStaff of an unknown address: %v, want ErrUserNotFound", err)
 		}
 
@@ -115,7 +115,7 @@ func TestStaffDirectoryLimitsAndRefusals(t *testing.T) {
 		}
 		plain := env.User(t, "plain@z.io")
 		staff := env.User(t, "staff@z.io")
-		if err := env.Service.SetStaff(ctx, "staff@z.io", true); err != nil {
+		if err := env.Service.SetStaff(ctx, "staff@z.io", true, "test"); err != nil {
 			t.Fatal(err)
 		}
 		staff = env.For(t, staff, "")

@@ -18,7 +18,7 @@ func TestControlCharacters(t *testing.T) {
 		env := identitytest.New(t, engine, identitytest.Config{})
 		owner := env.Team(t, env.User(t, "owner@example.com"), "Acme Corp")
 		staff := env.User(t, "staff@example.com")
-		if err := env.Service.SetStaff(ctx, "staff@example.com", true); err != nil {
+		if err := env.Service.SetStaff(ctx, "staff@example.com", true, "test"); err != nil {
 			t.Fatal(err)
 		}
 		staff = env.For(t, staff, "")

@@ -182,7 +182,7 @@ func (s *Store) StartSession(ctx context.Context, userID string, ttl time.Durati
 			return identity.ErrUnauthorized
 		}
 		_, err = tx.Exec(ctx, `
-			INSERT INTO sessions (id, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+			INSERT INTO sessions (id, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $3)`,
 			sess.ID, sess.UserID, sess.CreatedAt, sess.ExpiresAt)
 		return err
 	})
@@ -211,23 +211,24 @@ func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID s
 		aUpdate sql.NullTime
 		role    sql.NullString
 	)
+	var lastSeen time.Time
 	now := sqldb.Timestamp(s.db.Now())
 	var err error
 	if accountID == "" {
 		err = s.db.ReadRow(ctx, func(r sqldb.Row) error {
-			return r.Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt)
+			return r.Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen)
 		}, `
-			SELECT u.id, u.email, u.display_name, u.staff, u.created_at
+			SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at
 			FROM sessions s JOIN users u ON u.id = s.user_id
 			WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
 			  AND u.disabled_at IS NULL`,
 			sessionID, userID, now)
 	} else {
 		err = s.db.ReadRow(ctx, func(r sqldb.Row) error {
-			return r.Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt,
+			return r.Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen,
 				&aID, &aName, &aSlug, &aPers, &aCreate, &aUpdate, &role)
 		}, `
-			SELECT u.id, u.email, u.display_name, u.staff, u.created_at,
+			SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at,
 			       a.id, a.name, a.slug, a.personal, a.created_at, a.updated_at, m.role
 			FROM sessions s
 			JOIN users u ON u.id = s.user_id
@@ -245,6 +246,11 @@ func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID s
 	}
 	p.SessionID = sessionID
 	p.User.CreatedAt = p.User.CreatedAt.UTC()
+	if lastSeen.Before(now.Add(-identity.LastSeenGranularity)) {
+		if err := s.touchSession(ctx, sessionID); err != nil {
+			return identity.Principal{}, err
+		}
+	}
 	if aID.Valid {
 		p.Account = &identity.Account{
 			ID: aID.String, Name: aName.String, Slug: aSlug.String, Personal: aPers.Bool,
@@ -254,17 +260,38 @@ func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID s
 	return p, nil
 }
 
-// SetStaff implements identity.Store.
-func (s *Store) SetStaff(ctx context.Context, email string, staff bool) error {
+// SetStaff implements identity.Store. The UPDATE matches only a user
+// whose flag changes, so of two concurrent identical changes one writes
+// the audit row and the event and the other finds nothing to do.
+func (s *Store) SetStaff(ctx context.Context, email string, staff bool, actor string) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		res, err := tx.Exec(ctx, `UPDATE users SET staff = $2, updated_at = $3 WHERE email = $1`, email, staff, tx.Now)
+		var userID string
+		err := tx.QueryRow(ctx, `
+			UPDATE users SET staff = $2, updated_at = $3 WHERE email = $1 AND staff <> $2
+			RETURNING id`, email, staff, tx.Now).Scan(&userID)
+		if errors.Is(err, sql.ErrNoRows) {
+			var exists int
+			if err := tx.QueryRow(ctx, `SELECT 1 FROM users WHERE email = $1`, email).Scan(&exists); errors.Is(err, sql.ErrNoRows) {
+				return identity.ErrUserNotFound
+			} else if err != nil {
+				return err
+			}
+			return nil // already so
+		}
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return identity.ErrUserNotFound
+		action := "disabled"
+		if staff {
+			action = "enabled"
 		}
-		return nil
+		_, err = tx.Exec(ctx, `
+			INSERT INTO staff_audit (id, user_id, action, actor, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			uuid.NewString(), userID, action, actor, tx.Now)
+		if err != nil {
+			return err
+		}
+		return writeEvents(ctx, tx, identity.StaffChanged(userID, staff))
 	})
 }
 

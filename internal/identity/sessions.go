@@ -1,0 +1,67 @@
+package identity
+
+import (
+	"context"
+	"unicode/utf8"
+
+	"github.com/platformco/platform/internal/errs"
+)
+
+// ListSessions returns the caller's live sessions, newest first.
+func (s *Service) ListSessions(ctx context.Context, p Principal) ([]Session, error) {
+	return s.store.ListSessions(ctx, p.User.ID)
+}
+
+// EndOtherSessions signs the caller out everywhere but the session making
+// the request.
+func (s *Service) EndOtherSessions(ctx context.Context, p Principal) error {
+	return s.store.EndOtherSessions(ctx, p.User.ID, p.SessionID)
+}
+
+// ChangePassword replaces the caller's password, proven by the current
+// one, and ends every other session. A wrong current password counts
+// toward the lockout exactly as a failed sign-in does. Errors:
+// CodeValidation (current_password required; new_password too_short,
+// too_long), CodeInvalidCredentials (wrong current password), CodeLocked
+// (with RetryAfter), CodeUnauthorized (the session ended meanwhile).
+func (s *Service) ChangePassword(ctx context.Context, p Principal, current, next string) error {
+	var f errs.Fields
+	if current == "" {
+		f.Add("current_password", RuleRequired)
+	}
+	switch n := utf8.RuneCountInString(next); {
+	case n < PasswordMin:
+		f.Add("new_password", RuleTooShort)
+	case n > PasswordMax:
+		f.Add("new_password", RuleTooLong)
+	}
+	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
+		return err
+	}
+	cred, err := s.store.Credentials(ctx, p.User.Email)
+	if err != nil {
+		return err
+	}
+	if cred.LockedUntil != nil && cred.LockedUntil.After(s.opts.Now()) {
+		return LockedError(*cred.LockedUntil, s.opts.Now())
+	}
+	ok, _, err := s.hasher.Verify(ctx, current, cred.PasswordHash)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		counted, until, err := s.store.RecordLoginFailure(ctx, cred.UserID, s.opts.LockoutThreshold, s.opts.LockoutDuration)
+		if err != nil {
+			return err
+		}
+		if !counted {
+			return LockedError(until, s.opts.Now())
+		}
+		return ErrInvalidCredentials
+	}
+	hash, err := s.hasher.Hash(ctx, next)
+	if err != nil {
+		return err
+	}
+	return s.store.ChangePassword(ctx, cred.UserID, p.SessionID, hash)
+}
