@@ -173,16 +173,20 @@ func (s *Store) ListInvitations(ctx context.Context, accountID string, page iden
 // RevokeInvitation implements identity.Store.
 func (s *Store) RevokeInvitation(ctx context.Context, accountID, invitationID, by string) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		if err := lockAccount(ctx, tx, accountID); err != nil {
-			return err
-		}
-		if _, err := actorRole(ctx, tx, accountID, by, identity.MinRoleInvite); err != nil {
-			return err
-		}
+		// The invitation's row is locked before the account's, the order an
+		// accept takes them in (its membership insert waits on the account),
+		// so the two cannot deadlock on PostgreSQL. The role is checked
+		// before a miss is reported, so a non-admin learns nothing.
 		res, err := tx.Exec(ctx, `
 			UPDATE invitations SET revoked_at = $3 WHERE id = $1 AND account_id = $2 AND `+openInvitation,
 			invitationID, accountID, tx.Now)
 		if err != nil {
+			return err
+		}
+		if err := lockAccount(ctx, tx, accountID); err != nil {
+			return err
+		}
+		if _, err := actorRole(ctx, tx, accountID, by, identity.MinRoleInvite); err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
@@ -200,12 +204,7 @@ func (s *Store) RevokeInvitation(ctx context.Context, accountID, invitationID, b
 func (s *Store) ResendInvitation(ctx context.Context, accountID, invitationID, digest, by string) (identity.Invitation, error) {
 	var inv identity.Invitation
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		if err := lockAccount(ctx, tx, accountID); err != nil {
-			return err
-		}
-		if _, err := actorRole(ctx, tx, accountID, by, identity.MinRoleInvite); err != nil {
-			return err
-		}
+		// Invitation row first, then the account, as RevokeInvitation.
 		var role string
 		err := tx.QueryRow(ctx, `
 			UPDATE invitations SET token_digest = $3, expires_at = $4
@@ -213,11 +212,18 @@ func (s *Store) ResendInvitation(ctx context.Context, accountID, invitationID, d
 			RETURNING id, account_id, email, role, created_at, expires_at`,
 			invitationID, accountID, digest, tx.Now.Add(identity.InvitationTTL)).
 			Scan(&inv.ID, &inv.AccountID, &inv.Email, &role, &inv.CreatedAt, &inv.ExpiresAt)
-		if errors.Is(err, sql.ErrNoRows) {
-			return identity.ErrInvitationNotFound
-		}
-		if err != nil {
+		missing := errors.Is(err, sql.ErrNoRows)
+		if err != nil && !missing {
 			return err
+		}
+		if err := lockAccount(ctx, tx, accountID); err != nil {
+			return err
+		}
+		if _, err := actorRole(ctx, tx, accountID, by, identity.MinRoleInvite); err != nil {
+			return err
+		}
+		if missing {
+			return identity.ErrInvitationNotFound
 		}
 		inv.Role, inv.CreatedAt, inv.ExpiresAt = identity.Role(role), inv.CreatedAt.UTC(), inv.ExpiresAt.UTC()
 		return writeEvents(ctx, tx, identity.MemberInvited(inv, by))
