@@ -127,7 +127,7 @@ func startPlatform(ctx context.Context, cfg config, bin, dir string) (*platform,
 		"IDENTITY_MASTER_KEY": masterKey(),
 		"IDENTITY_ISSUER":     identityURL,
 	}
-	boxEnv := map[string]string{"PORT": strconv.Itoa(ports[1]), "DATABASE_URL": p.boxDB, "BOX_IDENTITY_URL": identityURL}
+	boxEnv := map[string]string{"PORT": strconv.Itoa(ports[1]), "DATABASE_URL": p.boxDB, "BOX_IDENTITY_URL": identityURL, "BOX_MASTER_KEY": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="}
 	gatewayEnv := map[string]string{
 		"PORT":            strconv.Itoa(ports[2]),
 		"IDENTITY_URL":    identityURL,

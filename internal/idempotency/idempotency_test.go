@@ -48,11 +48,58 @@ func send(h http.Handler, key, caller, body string) *httptest.ResponseRecorder {
 
 func scope(r *http.Request) string { return r.Header.Get("X-Caller") }
 
+var secret = bytes.Repeat([]byte{7}, idempotency.SecretSize)
+
+// TestPublicRecordIsFoundByKeyAndBody: on a route without a caller, a
+// stranger who uses the key another person will use makes a record of
+// their own; that person's request still runs, and each replays its own.
+func TestPublicRecordIsFoundByKeyAndBody(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		db := sqltest.Open(t, engine, sqlstore.Migrations)
+		var runs atomic.Int64
+		h := idempotency.New(db, secret).WrapPublic(fail, handler(&runs, 0))
+
+		squatter := send(h, "signup-alice@example.com", "", `{"email":"alice@example.com","password":"guess"}`)
+		if squatter.Code != 201 {
+			t.Fatalf("squatter: %d", squatter.Code)
+		}
+		alice := send(h, "signup-alice@example.com", "", `{"email":"alice@example.com","password":"real"}`)
+		if alice.Code != 201 || alice.Header().Get("Idempotent-Replayed") != "" {
+			t.Fatalf("alice = %d replayed %q, want 201 not replayed", alice.Code, alice.Header().Get("Idempotent-Replayed"))
+		}
+		retry := send(h, "signup-alice@example.com", "", `{"email":"alice@example.com","password":"real"}`)
+		if retry.Code != 201 || retry.Header().Get("Idempotent-Replayed") != "true" || !bytes.Equal(retry.Body.Bytes(), alice.Body.Bytes()) {
+			t.Errorf("alice's retry = %d %q, want her own response replayed", retry.Code, retry.Body)
+		}
+		if got := runs.Load(); got != 2 {
+			t.Errorf("work ran %d times, want 2", got)
+		}
+	})
+}
+
+// TestReplayNeedsTheServiceSecret: a replay is sealed under the service
+// secret and the key, so a store with another secret (or an attacker with
+// only the database and the key) cannot open it.
+func TestReplayNeedsTheServiceSecret(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		db := sqltest.Open(t, engine, sqlstore.Migrations)
+		var runs atomic.Int64
+		if w := send(idempotency.New(db, secret).Wrap(scope, fail, handler(&runs, 0)), "1", "alice", `{}`); w.Code != 201 {
+			t.Fatalf("first: %d", w.Code)
+		}
+		other := idempotency.New(db, bytes.Repeat([]byte{8}, idempotency.SecretSize)).Wrap(scope, fail, handler(&runs, 0))
+		w := send(other, "1", "alice", `{}`)
+		if w.Header().Get("Idempotent-Replayed") != "" || strings.Contains(w.Body.String(), `"run":1`) {
+			t.Errorf("a store with another secret replayed the first response: %d %q", w.Code, w.Body)
+		}
+	})
+}
+
 func TestReplayConflictAndScope(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		db := sqltest.Open(t, engine, sqlstore.Migrations)
 		var runs atomic.Int64
-		h := idempotency.New(db).Wrap(scope, fail, handler(&runs, 0))
+		h := idempotency.New(db, secret).Wrap(scope, fail, handler(&runs, 0))
 
 		first := send(h, "key-1", "alice", `{"a":1}`)
 		if first.Code != 201 {
@@ -106,7 +153,7 @@ func TestConcurrentRequestsDoTheWorkOnce(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		db := sqltest.Open(t, engine, sqlstore.Migrations)
 		var runs atomic.Int64
-		h := idempotency.New(db).Wrap(scope, fail, handler(&runs, 50*time.Millisecond))
+		h := idempotency.New(db, secret).Wrap(scope, fail, handler(&runs, 50*time.Millisecond))
 		var (
 			wg     sync.WaitGroup
 			mu     sync.Mutex
@@ -137,7 +184,7 @@ func TestServerErrorReleasesTheKey(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		db := sqltest.Open(t, engine, sqlstore.Migrations)
 		var calls atomic.Int64
-		h := idempotency.New(db).Wrap(scope, fail, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := idempotency.New(db, secret).Wrap(scope, fail, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if calls.Add(1) == 1 {
 				w.WriteHeader(503)
 				return

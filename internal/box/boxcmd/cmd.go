@@ -104,6 +104,9 @@ type Config struct {
 	CapabilityTTL time.Duration
 	// DebugAddr (DEBUG_ADDR, loopback only) serves the profiling endpoints.
 	DebugAddr string
+	// MasterKey is BOX_MASTER_KEY (base64 of exactly 32 bytes, required
+	// with DATABASE_URL): it seals stored idempotent replays.
+	MasterKey []byte
 }
 
 // LoadConfig reads and validates box's settings; an error names the
@@ -123,6 +126,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if cfg.DatabaseURL != "" {
 		if err := validateDatabaseURL(cfg.DatabaseURL); err != nil {
+			return Config{}, err
+		}
+		r.Require("BOX_MASTER_KEY", "whenever DATABASE_URL is set")
+		cfg.MasterKey = r.Key32("BOX_MASTER_KEY")
+		if err := r.Err(); err != nil {
 			return Config{}, err
 		}
 	}
@@ -167,7 +175,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		identity := identityclient.New(cfg.IdentityURL, cfg.IdentityTimeout, logger)
 		defer identity.Close()
 		svc = box.NewService(sqlstore.New(db), identity, cfg.CapabilityTTL)
-		idem = idempotency.New(db)
+		idem = idempotency.New(db, cfg.MasterKey)
 		readiness = databaseReadiness(db, logger)
 	}
 	return httpx.Serve(ctx, ln, httpapi.New(svc, logger, readiness, idem), logger)
