@@ -51,7 +51,8 @@ func (s *Service) CreateAccount(ctx context.Context, p Principal, name string) (
 }
 
 // RenameAccount renames the principal's account; the slug never changes.
-// Errors: as Authorize (admin), CodeValidation (name).
+// Errors: as Authorize (admin), CodeValidation (name), CodeConflict (the
+// name derives a handle another account holds, as CreateAccount).
 func (s *Service) RenameAccount(ctx context.Context, p Principal, name string) (Account, error) {
 	if err := Authorize(p, MinRoleRename); err != nil {
 		return Account{}, err

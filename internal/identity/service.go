@@ -44,6 +44,10 @@ func NewService(store Store, hasher *Hasher, keys *KeyRing, opts Options) *Servi
 	return &Service{store: store, hasher: hasher, keys: keys, opts: opts}
 }
 
+// Issuer returns the issuer URL the service signs tokens for; its origin
+// is identity's public origin.
+func (s *Service) Issuer() string { return s.opts.Issuer }
+
 // Keys returns the service's key ring (for the key set endpoint).
 func (s *Service) Keys() *KeyRing { return s.keys }
 

@@ -245,6 +245,8 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("GET", "/v1/accounts/not-a-uuid", "", 404, "not_found", openapitest.Bearer(ownerTok))
 		c.Code("GET", acct, "", 401, "unauthorized")
 		c.Do("PATCH", acct, `{"name":"Acme Tooling"}`, 200, openapitest.Bearer(adminTok))
+		c.Do("POST", "/v1/accounts", `{"name":"Rival Co"}`, 201, openapitest.Bearer(ownerTok))
+		c.Code("PATCH", acct, `{"name":"rival co"}`, 409, "conflict", openapitest.Bearer(adminTok))
 		c.Code("PATCH", acct, `{"name":""}`, 422, "validation_failed", openapitest.Bearer(adminTok))
 		c.Code("PATCH", acct, `{"name":"x","slug":"y"}`, 400, "malformed_json", openapitest.Bearer(adminTok))
 		c.Code("PATCH", acct, `{"name":"x"}`, 415, "unsupported_media_type", openapitest.Bearer(adminTok), plain)

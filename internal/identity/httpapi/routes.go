@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
@@ -27,6 +28,14 @@ type Deps struct {
 // NewHandler returns identity's HTTP handler.
 func NewHandler(d Deps) http.Handler {
 	a := &api{svc: d.Service, idem: d.Idempotency, log: d.Logger}
+	if d.Service != nil {
+		// The issuer's origin is identity's public one; an issuer that is
+		// not a bare http(s) URL leaves none, and every cookie-borne
+		// state change then needs Sec-Fetch-Site: same-origin.
+		if u, err := url.Parse(d.Service.Issuer()); err == nil {
+			a.origin, _ = originOf(u.Scheme + "://" + u.Host)
+		}
+	}
 	if d.Ready == nil {
 		// No readiness check means no dependency to check: answer as a
 		// service without a database does, rather than fail the probe.
