@@ -64,7 +64,7 @@ type RegisterInput struct {
 // (address taken; the wording does not confirm it).
 func (s *Service) Register(ctx context.Context, in RegisterInput) (User, error) {
 	email := NormalizeEmail(in.Email)
-	display := strings.TrimSpace(in.DisplayName)
+	display := normalizeText(in.DisplayName)
 	var f errs.Fields
 	checkEmail(&f, email)
 	checkPassword(&f, in.Password)

@@ -411,3 +411,47 @@ func TestRenameAppliesTheHandleRule(t *testing.T) {
 		s.do(t, "PATCH", "/v1/accounts/"+beta, map[string]string{"name": "Gamma"}, bearer(owner)).want(t, http.StatusOK)
 	})
 }
+
+// TestTextRules: text is stored in NFC, and every text field refuses
+// control, bidi-control and zero-width characters, and addresses mixing
+// scripts, with a 422 naming the field.
+func TestTextRules(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		s := newServer(t, engine, identitytest.Config{})
+		_, owner := s.signUp(t, "owner@example.com")
+		acc := s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Acme"}, bearer(owner)).want(t, http.StatusCreated).object(t)["id"].(string)
+		pw := identitytest.Password
+		tests := []struct {
+			name, method, path string
+			body               map[string]string
+			field              string
+		}{
+			{"ErrEmailMixedScripts", "POST", "/v1/users", map[string]string{"email": "\u0430lice@example.com", "password": pw}, "email"},
+			{"ErrEmailDomainMixedScripts", "POST", "/v1/users", map[string]string{"email": "alice@ex\u0430mple.com", "password": pw}, "email"},
+			{"ErrEmailRightToLeftOverride", "POST", "/v1/users", map[string]string{"email": "alice\u202e@example.com", "password": pw}, "email"},
+			{"ErrEmailZeroWidth", "POST", "/v1/users", map[string]string{"email": "al\u200bice@example.com", "password": pw}, "email"},
+			{"ErrDisplayNameBidiOverride", "POST", "/v1/users", map[string]string{"email": "dn@example.com", "password": pw, "display_name": "Ada\u202eecalB"}, "display_name"},
+			{"ErrDisplayNameZeroWidth", "POST", "/v1/users", map[string]string{"email": "dn@example.com", "password": pw, "display_name": "A\u200dda"}, "display_name"},
+			{"ErrAccountNameZeroWidth", "POST", "/v1/accounts", map[string]string{"name": "Ac\u200bme Two"}, "name"},
+			{"ErrAccountNameBidiIsolate", "POST", "/v1/accounts", map[string]string{"name": "Acme \u2067Two"}, "name"},
+			{"ErrRenameZeroWidth", "PATCH", "/v1/accounts/" + acc, map[string]string{"name": "Acme\ufeff"}, "name"},
+			{"ErrInvitationEmailMixedScripts", "POST", "/v1/accounts/" + acc + "/invitations", map[string]string{"email": "b\u03bfb@example.com", "role": "member"}, "email"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				p := s.do(t, tt.method, tt.path, tt.body, bearer(owner)).problem(t, http.StatusUnprocessableEntity, "validation_failed")
+				if got := strings.Join(fieldErrors(p), ","); got != tt.field+":invalid" {
+					t.Errorf("errors = %s, want %s:invalid", got, tt.field)
+				}
+			})
+		}
+		// A decomposed é is the same address as a precomposed one.
+		s.do(t, "POST", "/v1/users", map[string]string{"email": "jose\u0301@example.com", "password": pw, "display_name": "Jose\u0301"}).want(t, http.StatusCreated)
+		s.do(t, "POST", "/v1/users", map[string]string{"email": "jos\u00e9@example.com", "password": pw}).problem(t, http.StatusConflict, "conflict")
+		tok := s.do(t, "POST", "/v1/session", map[string]string{"email": "jos\u00e9@example.com", "password": pw}).want(t, http.StatusCreated).object(t)["token"].(string)
+		me := s.do(t, "GET", "/v1/me", nil, bearer(tok)).want(t, http.StatusOK).object(t)
+		if me["email"] != "jos\u00e9@example.com" || me["display_name"] != "Jos\u00e9" {
+			t.Errorf("me = %q %q, want both in NFC", me["email"], me["display_name"])
+		}
+	})
+}
