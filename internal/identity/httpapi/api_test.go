@@ -455,3 +455,29 @@ func TestTextRules(t *testing.T) {
 		}
 	})
 }
+
+// TestAmbiguousJSONIsRefused: a key given twice, or matching a field only
+// in another case, is a 400 problem, not the last value silently winning.
+func TestAmbiguousJSONIsRefused(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		s := newServer(t, engine, identitytest.Config{})
+		_, owner := s.signUp(t, "owner@example.com")
+		acc := s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Acme"}, bearer(owner)).want(t, http.StatusCreated).object(t)["id"].(string)
+		tests := []struct{ name, path, body, detail string }{
+			{"ErrDuplicateKey", "/v1/users", `{"email":"a@example.com","email":"b@example.com","password":"` + identitytest.Password + `"}`, `duplicate field "email"`},
+			{"ErrKeyInAnotherCase", "/v1/users", `{"email":"a@example.com","EMAIL":"b@example.com","password":"` + identitytest.Password + `"}`, `unknown field "EMAIL"`},
+			{"ErrRoleInAnotherCase", "/v1/accounts/" + acc + "/invitations", `{"email":"c@example.com","role":"member","Role":"admin"}`, `unknown field "Role"`},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				p := s.do(t, "POST", tt.path, tt.body, bearer(owner)).problem(t, http.StatusBadRequest, "malformed_json")
+				if d, _ := p["detail"].(string); !strings.Contains(d, tt.detail) {
+					t.Errorf("detail = %q, want it to contain %q", d, tt.detail)
+				}
+			})
+		}
+		if n := s.env.Count(t, "invitations"); n != 0 {
+			t.Errorf("invitations = %d after refused bodies, want 0", n)
+		}
+	})
+}
