@@ -204,7 +204,7 @@ func (s *Store) wrap(scope func(r *http.Request) string, fail Failure, h http.Ha
 		if scope != nil {
 			caller = scope(r)
 		}
-		fingerprint, sc := identify(caller, r.Method, r.URL.Path, body)
+		fingerprint, sc := s.identify(caller, r.Method, r.URL.Path, body)
 		digest, seal := s.derive(key, sc)
 
 		replay, err := s.begin(r.Context(), sc, digest, fingerprint)
@@ -258,12 +258,14 @@ func (s *Store) wrap(scope func(r *http.Request) string, fail Failure, h http.Ha
 
 // identify returns a request's fingerprint and the scope its record lives
 // in: the caller's, or with no caller the fingerprint's own, so the body is
-// part of what finds the record.
-func identify(caller, method, path string, body []byte) (fingerprint, scope string) {
-	sum := sha256.New()
-	io.WriteString(sum, method+" "+path+"\n")
-	sum.Write(body)
-	fingerprint = hex.EncodeToString(sum.Sum(nil))
+// part of what finds the record. The fingerprint is keyed like the key's
+// digest: a sign-up body holds a password, which a plain hash in the table
+// would let anyone with the database guess at.
+func (s *Store) identify(caller, method, path string, body []byte) (fingerprint, scope string) {
+	mac := hmac.New(sha256.New, s.digest)
+	io.WriteString(mac, "fingerprint\x00"+method+" "+path+"\n")
+	mac.Write(body)
+	fingerprint = hex.EncodeToString(mac.Sum(nil))
 	if caller == "" {
 		return fingerprint, "public:" + fingerprint
 	}
@@ -274,7 +276,7 @@ func identify(caller, method, path string, body []byte) (fingerprint, scope stri
 // (caller "" is a route without one), so tests can show the in-progress
 // answer without racing a real request.
 func (s *Store) Hold(ctx context.Context, caller, key, method, path string, body []byte) error {
-	fingerprint, scope := identify(caller, method, path, body)
+	fingerprint, scope := s.identify(caller, method, path, body)
 	digest, _ := s.derive(key, scope)
 	_, err := s.begin(ctx, scope, digest, fingerprint)
 	return err
@@ -293,7 +295,7 @@ type sealer struct {
 // other.
 func (s *Store) derive(key, scope string) (string, sealer) {
 	mac := hmac.New(sha256.New, s.digest)
-	io.WriteString(mac, key)
+	io.WriteString(mac, "key\x00"+key)
 	d := hex.EncodeToString(mac.Sum(nil))
 	k := make([]byte, 32)
 	if _, err := io.ReadFull(hkdf.New(sha256.New, s.secret, nil, []byte("platform idempotency body seal\x00"+key)), k); err != nil {

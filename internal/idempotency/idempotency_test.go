@@ -2,6 +2,8 @@ package idempotency_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -130,19 +132,27 @@ func TestReplayConflictAndScope(t *testing.T) {
 			t.Errorf("overlong key: %d, want 400", w.Code)
 		}
 		// Neither the key nor the response (with its secret) is stored in the clear.
-		rows, err := db.Query(t.Context(), `SELECT key_digest, body FROM idempotency_keys`)
+		// Nor is a plain hash of the key or of the request (a sign-up
+		// body holds a password) that a guess could be checked against.
+		plain := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
+		rows, err := db.Query(t.Context(), `SELECT key_digest, fingerprint, body FROM idempotency_keys`)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var digest string
+			var digest, fingerprint string
 			var body []byte
-			if err := rows.Scan(&digest, &body); err != nil {
+			if err := rows.Scan(&digest, &fingerprint, &body); err != nil {
 				t.Fatal(err)
 			}
-			if digest == "key-1" || bytes.Contains(body, []byte("s3cr3t-token")) {
+			if digest == "key-1" || digest == plain("idempotency-key-digest\x00key-1") || bytes.Contains(body, []byte("s3cr3t-token")) {
 				t.Errorf("idempotency record holds the key or the body in the clear")
+			}
+			for _, b := range []string{`{"a":1}`, `{"a":2}`} {
+				if fingerprint == plain("POST /things\n"+b) {
+					t.Errorf("idempotency record holds a plain hash of the request %s", b)
+				}
 			}
 		}
 	})
