@@ -8,9 +8,8 @@
 // one who may not. On routes without a caller (sign-up), a record is found
 // by key and body together: a stranger who guesses the key someone else
 // will use makes a record of their own, not a refusal of that person's
-// request. Records live in the service's
-// own database, in the table idempotency_keys that each service's
-// migrations create:
+// request. Records live in the service's own database, in the table
+// idempotency_keys that each service's migrations create:
 //
 //	scope text, key_digest text, fingerprint text, status integer,
 //	content_type text, location text, body bytea/BLOB,
@@ -170,8 +169,9 @@ func (s *Store) abandon(ctx context.Context, scope, digest string) error {
 // Wrap makes h idempotent for requests that carry the header. scope
 // returns the authenticated caller (a user id), so Wrap goes inside the
 // service's authentication and authorization, which run on every request,
-// replays included. Responses below 500 are kept and replayed; a 5xx
-// releases the key so a retry does the work again.
+// replays included; a scope of "" is a request without a caller, as
+// WrapPublic. Responses below 500 are kept and replayed; a 5xx releases
+// the key so a retry does the work again.
 func (s *Store) Wrap(scope func(r *http.Request) string, fail Failure, h http.Handler) http.Handler {
 	return s.wrap(scope, fail, h)
 }
