@@ -21,7 +21,7 @@ func TestTraceCrossesServices(t *testing.T) {
 	idEnv := identityEnv(t, sqldb.SQLite)
 	e2e.MustRun(t, idEnv, "identity", "migrate")
 	identity := e2e.Start(t, idEnv, "identity", "serve")
-	boxEnv := e2e.Env{"DATABASE_URL": sqltest.URL(t, sqldb.SQLite), "BOX_IDENTITY_URL": identity.URL}
+	boxEnv := e2e.Env{"DATABASE_URL": sqltest.URL(t, sqldb.SQLite), "BOX_IDENTITY_URL": identity.URL, "BOX_MASTER_KEY": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="}
 	e2e.MustRun(t, boxEnv, "box", "migrate")
 	box := e2e.Start(t, boxEnv, "box", "serve")
 	gw := e2e.Start(t, e2e.Env{"IDENTITY_URL": identity.URL, "IDENTITY_ISSUER": "http://localhost:" + portOf(identity.URL), "BOX_URL": box.URL}, "gateway", "serve")

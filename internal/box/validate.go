@@ -5,11 +5,11 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/semver"
+	"github.com/platformco/platform/internal/textrule"
 )
 
 // Length caps of free-text fields, in characters.
@@ -122,22 +122,21 @@ func (p *problems) versionRange(field string, s *string) (semver.Range, *string)
 }
 
 // text validates optional free text: blank is stored as null, the value is
-// trimmed, capped at max characters and free of control characters other
-// than line breaks and tabs when multiline.
+// trimmed, put in NFC, capped at max characters and free of the characters
+// textrule refuses (controls, bidi controls, zero-width characters; line
+// breaks and tabs are allowed when multiline).
 func (p *problems) text(field string, s *string, max int, multiline bool) *string {
 	if blank(s) {
 		return nil
 	}
-	v := strings.TrimSpace(*s)
+	v, err := textrule.Text(strings.TrimSpace(*s), multiline)
+	if err != nil {
+		p.add(field, "control_characters", "must not contain control, bidi-control or zero-width characters")
+		return nil
+	}
 	if utf8.RuneCountInString(v) > max {
 		p.add(field, "too_long", "must be at most "+strconv.Itoa(max)+" characters")
 		return nil
-	}
-	for _, c := range v {
-		if unicode.IsControl(c) && !(multiline && (c == '\n' || c == '\r' || c == '\t')) {
-			p.add(field, "control_characters", "must not contain control characters")
-			return nil
-		}
 	}
 	return &v
 }

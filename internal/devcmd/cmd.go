@@ -34,6 +34,10 @@ const (
 // masterKeyFile holds identity's IDENTITY_MASTER_KEY inside the data dir.
 const masterKeyFile = "master.key"
 
+// boxMasterKeyFile holds box's BOX_MASTER_KEY inside the data dir: each
+// service seals with its own key.
+const boxMasterKeyFile = "box-master.key"
+
 // Run runs `platform dev [--data DIR]`.
 func Run(ctx context.Context, args []string, env cli.Env) error {
 	flags := cli.FlagSet("dev", env.Stderr)
@@ -52,6 +56,10 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return fmt.Errorf("--data: %w", err)
 	}
 	masterKey, err := loadOrCreateMasterKey(filepath.Join(dir, masterKeyFile))
+	if err != nil {
+		return err
+	}
+	boxMasterKey, err := loadOrCreateMasterKey(filepath.Join(dir, boxMasterKeyFile))
 	if err != nil {
 		return err
 	}
@@ -102,6 +110,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"DATABASE_URL":     boxDB,
 		"BOX_IDENTITY_URL": identityURL,
 		"EVENTS_URL":       natsURL,
+		"BOX_MASTER_KEY":   boxMasterKey,
 	}))
 	if err != nil {
 		return err

@@ -15,9 +15,15 @@ import (
 )
 
 func TestDecodeJSON(t *testing.T) {
+	type item struct {
+		Product string `json:"product"`
+	}
 	type body struct {
-		Name  string `json:"name"`
-		Count int    `json:"count"`
+		Name  string            `json:"name"`
+		Count int               `json:"count"`
+		Items []item            `json:"items"`
+		Meta  map[string]string `json:"meta"`
+		Extra any               `json:"extra"`
 	}
 	tests := []struct {
 		name        string
@@ -38,6 +44,15 @@ func TestDecodeJSON(t *testing.T) {
 		{name: "TwoObjects", body: `{"name":"a"}{"name":"b"}`, wantStatus: 400, wantMsg: "single JSON object"},
 		{name: "TrailingGarbage", body: `{"name":"a"} x`, wantStatus: 400, wantMsg: "single JSON object"},
 		{name: "TooLarge", body: `{"name":"` + strings.Repeat("a", MaxBodyBytes) + `"}`, wantStatus: 413, wantMsg: "must not exceed"},
+		{name: "OKNested", body: `{"items":[{"product":"box"}],"meta":{"a":"1","A":"2"},"extra":{"x":[1,{"y":2}]}}`},
+		{name: "DuplicateKey", body: `{"name":"a","name":"b"}`, wantStatus: 400, wantMsg: `duplicate field "name"`},
+		{name: "CaseOnlyMatch", body: `{"name":"identity","NAME":"courier"}`, wantStatus: 400, wantMsg: `unknown field "NAME"`},
+		{name: "CaseOnlyMatchAlone", body: `{"Name":"a"}`, wantStatus: 400, wantMsg: `unknown field "Name"`},
+		{name: "CaseOnlyMatchNested", body: `{"items":[{"product":"identity"},{"Product":"courier"}]}`, wantStatus: 400, wantMsg: `unknown field "Product"`},
+		{name: "DuplicateKeyNested", body: `{"items":[{"product":"identity","product":"courier"}]}`, wantStatus: 400, wantMsg: `duplicate field "product"`},
+		{name: "DuplicateKeyInMap", body: `{"meta":{"a":"1","a":"2"}}`, wantStatus: 400, wantMsg: `duplicate field "a"`},
+		{name: "DuplicateKeyInAny", body: `{"extra":{"x":1,"x":2}}`, wantStatus: 400, wantMsg: `duplicate field "x"`},
+		{name: "MalformedAfterKeys", body: `{"name":"a",}`, wantStatus: 400, wantMsg: "not valid JSON"},
 		{name: "FormContentType", contentType: "application/x-www-form-urlencoded", body: `{"name":"a"}`, wantStatus: 415, wantMsg: "application/json"},
 	}
 	for _, tt := range tests {

@@ -2,9 +2,14 @@
 // carries an Idempotency-Key header is done once per (caller, key); a
 // retry with the same body within the retention window replays the first
 // response, a retry with a different body is refused, and a retry while
-// the first is still running is told so. Records live in the service's
-// own database, in the table idempotency_keys that each service's
-// migrations create:
+// the first is still running is told so. The layer sits after the
+// service's authentication and authorization, so a replay is served only
+// to a caller who may still make the request, and nothing is written for
+// one who may not. On routes without a caller (sign-up), a record is found
+// by key and body together: a stranger who guesses the key someone else
+// will use makes a record of their own, not a refusal of that person's
+// request. Records live in the service's own database, in the table
+// idempotency_keys that each service's migrations create:
 //
 //	scope text, key_digest text, fingerprint text, status integer,
 //	content_type text, location text, body bytea/BLOB,
@@ -12,9 +17,11 @@
 //	PRIMARY KEY (scope, key_digest)
 //
 // A replayed body can hold a secret (an invitation or capability token),
-// so the table keeps neither the key nor the body in the clear: only a
+// so the table keeps neither the key nor the body in the clear: a keyed
 // digest of the key, and the body sealed (AES-256-GCM) with a key derived
-// from the Idempotency-Key, which only the caller holds.
+// (HKDF-SHA256) from the service's secret and the Idempotency-Key, bound to
+// the record's scope. The database alone, with a guessable key, opens
+// nothing.
 package idempotency
 
 import (
@@ -22,6 +29,7 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
@@ -31,6 +39,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"golang.org/x/crypto/hkdf"
 
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/sqldb"
@@ -56,13 +66,30 @@ const (
 // Failure is how a service answers a refused request in its envelope.
 type Failure func(w http.ResponseWriter, r *http.Request, status int, code, message string)
 
+// SecretSize is the size of the service secret New takes.
+const SecretSize = 32
+
 // Store keeps idempotency records.
 type Store struct {
-	db *sqldb.DB
+	db     *sqldb.DB
+	secret []byte
+	digest []byte // the HMAC key of key digests, derived from secret
 }
 
-// New returns a store over db (whose schema has idempotency_keys).
-func New(db *sqldb.DB) *Store { return &Store{db: db} }
+// New returns a store over db (whose schema has idempotency_keys) sealing
+// with secret, the service's own key (IDENTITY_MASTER_KEY, BOX_MASTER_KEY)
+// of SecretSize bytes; configuration checks its size, so any other size is
+// a programming error and panics.
+func New(db *sqldb.DB, secret []byte) *Store {
+	if len(secret) != SecretSize {
+		panic("idempotency: the secret must be 32 bytes")
+	}
+	s := &Store{db: db, secret: bytes.Clone(secret), digest: make([]byte, sha256.Size)}
+	if _, err := io.ReadFull(hkdf.New(sha256.New, s.secret, nil, []byte("platform idempotency key digest")), s.digest); err != nil {
+		panic(err) // HKDF-SHA256 gives up to 8,160 bytes
+	}
+	return s
+}
 
 type record struct {
 	fingerprint string
@@ -139,11 +166,24 @@ func (s *Store) abandon(ctx context.Context, scope, digest string) error {
 	})
 }
 
-// Wrap makes h idempotent for requests that carry the header; scope
-// returns the caller (only known after authentication, so Wrap goes inside
-// it). Responses below 500 are kept and replayed; a 5xx releases the key
-// so a retry does the work again.
+// Wrap makes h idempotent for requests that carry the header. scope
+// returns the authenticated caller (a user id), so Wrap goes inside the
+// service's authentication and authorization, which run on every request,
+// replays included; a scope of "" is a request without a caller, as
+// WrapPublic. Responses below 500 are kept and replayed; a 5xx releases
+// the key so a retry does the work again.
 func (s *Store) Wrap(scope func(r *http.Request) string, fail Failure, h http.Handler) http.Handler {
+	return s.wrap(scope, fail, h)
+}
+
+// WrapPublic is Wrap for a route without a caller: a record is found by
+// the key and the request's digest together, so the same key with another
+// body is another request rather than a refusal.
+func (s *Store) WrapPublic(fail Failure, h http.Handler) http.Handler {
+	return s.wrap(nil, fail, h)
+}
+
+func (s *Store) wrap(scope func(r *http.Request) string, fail Failure, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(Header)
 		if key == "" {
@@ -160,12 +200,12 @@ func (s *Store) Wrap(scope func(r *http.Request) string, fail Failure, h http.Ha
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		sum := sha256.New()
-		_, _ = io.WriteString(sum, r.Method+" "+r.URL.Path+"\n")
-		sum.Write(body)
-		fingerprint := hex.EncodeToString(sum.Sum(nil))
-		sc := scope(r)
-		digest, seal := derive(key)
+		var caller string
+		if scope != nil {
+			caller = scope(r)
+		}
+		fingerprint, sc := s.identify(caller, r.Method, r.URL.Path, body)
+		digest, seal := s.derive(key, sc)
 
 		replay, err := s.begin(r.Context(), sc, digest, fingerprint)
 		switch {
@@ -216,24 +256,60 @@ func (s *Store) Wrap(scope func(r *http.Request) string, fail Failure, h http.Ha
 	})
 }
 
-// sealer seals stored bodies with a key derived from the Idempotency-Key.
-type sealer struct{ aead cipher.AEAD }
+// identify returns a request's fingerprint and the scope its record lives
+// in: the caller's, or with no caller the fingerprint's own, so the body is
+// part of what finds the record. The fingerprint is keyed like the key's
+// digest: a sign-up body holds a password, which a plain hash in the table
+// would let anyone with the database guess at.
+func (s *Store) identify(caller, method, path string, body []byte) (fingerprint, scope string) {
+	mac := hmac.New(sha256.New, s.digest)
+	io.WriteString(mac, "fingerprint\x00"+method+" "+path+"\n")
+	mac.Write(body)
+	fingerprint = hex.EncodeToString(mac.Sum(nil))
+	if caller == "" {
+		return fingerprint, "public:" + fingerprint
+	}
+	return fingerprint, "caller:" + caller
+}
 
-// derive returns the stored digest of key and the sealer of its bodies;
-// the two derivations are domain-separated so one does not reveal the
+// Hold claims key for caller's request as a request still running does
+// (caller "" is a route without one), so tests can show the in-progress
+// answer without racing a real request.
+func (s *Store) Hold(ctx context.Context, caller, key, method, path string, body []byte) error {
+	fingerprint, scope := s.identify(caller, method, path, body)
+	digest, _ := s.derive(key, scope)
+	_, err := s.begin(ctx, scope, digest, fingerprint)
+	return err
+}
+
+// sealer seals stored bodies with a key derived from the service secret
+// and the Idempotency-Key, binding each to its record (scope and digest).
+type sealer struct {
+	aead cipher.AEAD
+	ad   []byte
+}
+
+// derive returns the stored digest of key and the sealer of its bodies in
+// scope. The digest is keyed too, so the table does not confirm a guessed
+// key; the two derivations are domain-separated so one does not reveal the
 // other.
-func derive(key string) (string, sealer) {
-	d := sha256.Sum256([]byte("idempotency-key-digest\x00" + key))
-	k := sha256.Sum256([]byte("idempotency-body-seal\x00" + key))
-	block, _ := aes.NewCipher(k[:])
+func (s *Store) derive(key, scope string) (string, sealer) {
+	mac := hmac.New(sha256.New, s.digest)
+	io.WriteString(mac, "key\x00"+key)
+	d := hex.EncodeToString(mac.Sum(nil))
+	k := make([]byte, 32)
+	if _, err := io.ReadFull(hkdf.New(sha256.New, s.secret, nil, []byte("platform idempotency body seal\x00"+key)), k); err != nil {
+		panic(err) // HKDF-SHA256 gives up to 8,160 bytes
+	}
+	block, _ := aes.NewCipher(k)
 	aead, _ := cipher.NewGCM(block)
-	return hex.EncodeToString(d[:]), sealer{aead}
+	return d, sealer{aead: aead, ad: []byte(scope + "\x00" + d)}
 }
 
 func (s sealer) seal(plain []byte) []byte {
 	nonce := make([]byte, s.aead.NonceSize())
 	_, _ = rand.Read(nonce)
-	return s.aead.Seal(nonce, nonce, plain, nil)
+	return s.aead.Seal(nonce, nonce, plain, s.ad)
 }
 
 func (s sealer) open(sealed []byte) ([]byte, error) {
@@ -241,7 +317,7 @@ func (s sealer) open(sealed []byte) ([]byte, error) {
 	if len(sealed) < n {
 		return nil, errors.New("idempotency: sealed body too short")
 	}
-	return s.aead.Open(nil, sealed[:n], sealed[n:], nil)
+	return s.aead.Open(nil, sealed[:n], sealed[n:], s.ad)
 }
 
 func validKey(k string) bool {

@@ -2,6 +2,8 @@ package idempotency_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -48,11 +50,58 @@ func send(h http.Handler, key, caller, body string) *httptest.ResponseRecorder {
 
 func scope(r *http.Request) string { return r.Header.Get("X-Caller") }
 
+var secret = bytes.Repeat([]byte{7}, idempotency.SecretSize)
+
+// TestPublicRecordIsFoundByKeyAndBody: on a route without a caller, a
+// stranger who uses the key another person will use makes a record of
+// their own; that person's request still runs, and each replays its own.
+func TestPublicRecordIsFoundByKeyAndBody(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		db := sqltest.Open(t, engine, sqlstore.Migrations)
+		var runs atomic.Int64
+		h := idempotency.New(db, secret).WrapPublic(fail, handler(&runs, 0))
+
+		squatter := send(h, "signup-alice@example.com", "", `{"email":"alice@example.com","password":"guess"}`)
+		if squatter.Code != 201 {
+			t.Fatalf("squatter: %d", squatter.Code)
+		}
+		alice := send(h, "signup-alice@example.com", "", `{"email":"alice@example.com","password":"real"}`)
+		if alice.Code != 201 || alice.Header().Get("Idempotent-Replayed") != "" {
+			t.Fatalf("alice = %d replayed %q, want 201 not replayed", alice.Code, alice.Header().Get("Idempotent-Replayed"))
+		}
+		retry := send(h, "signup-alice@example.com", "", `{"email":"alice@example.com","password":"real"}`)
+		if retry.Code != 201 || retry.Header().Get("Idempotent-Replayed") != "true" || !bytes.Equal(retry.Body.Bytes(), alice.Body.Bytes()) {
+			t.Errorf("alice's retry = %d %q, want her own response replayed", retry.Code, retry.Body)
+		}
+		if got := runs.Load(); got != 2 {
+			t.Errorf("work ran %d times, want 2", got)
+		}
+	})
+}
+
+// TestReplayNeedsTheServiceSecret: a replay is sealed under the service
+// secret and the key, so a store with another secret (or an attacker with
+// only the database and the key) cannot open it.
+func TestReplayNeedsTheServiceSecret(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		db := sqltest.Open(t, engine, sqlstore.Migrations)
+		var runs atomic.Int64
+		if w := send(idempotency.New(db, secret).Wrap(scope, fail, handler(&runs, 0)), "1", "alice", `{}`); w.Code != 201 {
+			t.Fatalf("first: %d", w.Code)
+		}
+		other := idempotency.New(db, bytes.Repeat([]byte{8}, idempotency.SecretSize)).Wrap(scope, fail, handler(&runs, 0))
+		w := send(other, "1", "alice", `{}`)
+		if w.Header().Get("Idempotent-Replayed") != "" || strings.Contains(w.Body.String(), `"run":1`) {
+			t.Errorf("a store with another secret replayed the first response: %d %q", w.Code, w.Body)
+		}
+	})
+}
+
 func TestReplayConflictAndScope(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		db := sqltest.Open(t, engine, sqlstore.Migrations)
 		var runs atomic.Int64
-		h := idempotency.New(db).Wrap(scope, fail, handler(&runs, 0))
+		h := idempotency.New(db, secret).Wrap(scope, fail, handler(&runs, 0))
 
 		first := send(h, "key-1", "alice", `{"a":1}`)
 		if first.Code != 201 {
@@ -83,19 +132,27 @@ func TestReplayConflictAndScope(t *testing.T) {
 			t.Errorf("overlong key: %d, want 400", w.Code)
 		}
 		// Neither the key nor the response (with its secret) is stored in the clear.
-		rows, err := db.Query(t.Context(), `SELECT key_digest, body FROM idempotency_keys`)
+		// Nor is a plain hash of the key or of the request (a sign-up
+		// body holds a password) that a guess could be checked against.
+		plain := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
+		rows, err := db.Query(t.Context(), `SELECT key_digest, fingerprint, body FROM idempotency_keys`)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var digest string
+			var digest, fingerprint string
 			var body []byte
-			if err := rows.Scan(&digest, &body); err != nil {
+			if err := rows.Scan(&digest, &fingerprint, &body); err != nil {
 				t.Fatal(err)
 			}
-			if digest == "key-1" || bytes.Contains(body, []byte("s3cr3t-token")) {
+			if digest == "key-1" || digest == plain("idempotency-key-digest\x00key-1") || bytes.Contains(body, []byte("s3cr3t-token")) {
 				t.Errorf("idempotency record holds the key or the body in the clear")
+			}
+			for _, b := range []string{`{"a":1}`, `{"a":2}`} {
+				if fingerprint == plain("POST /things\n"+b) {
+					t.Errorf("idempotency record holds a plain hash of the request %s", b)
+				}
 			}
 		}
 	})
@@ -106,7 +163,7 @@ func TestConcurrentRequestsDoTheWorkOnce(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		db := sqltest.Open(t, engine, sqlstore.Migrations)
 		var runs atomic.Int64
-		h := idempotency.New(db).Wrap(scope, fail, handler(&runs, 50*time.Millisecond))
+		h := idempotency.New(db, secret).Wrap(scope, fail, handler(&runs, 50*time.Millisecond))
 		var (
 			wg     sync.WaitGroup
 			mu     sync.Mutex
@@ -137,7 +194,7 @@ func TestServerErrorReleasesTheKey(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		db := sqltest.Open(t, engine, sqlstore.Migrations)
 		var calls atomic.Int64
-		h := idempotency.New(db).Wrap(scope, fail, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := idempotency.New(db, secret).Wrap(scope, fail, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if calls.Add(1) == 1 {
 				w.WriteHeader(503)
 				return

@@ -42,7 +42,7 @@ func (s *Service) ListAccounts(ctx context.Context, p Principal, page PageReques
 // derived from the name. Errors: CodeValidation (name too_short, too_long,
 // invalid), CodeConflict (the handle is taken; never suffixed).
 func (s *Service) CreateAccount(ctx context.Context, p Principal, name string) (Account, error) {
-	name = strings.TrimSpace(name)
+	name = normalizeText(name)
 	var f errs.Fields
 	checkAccountName(&f, name)
 	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
@@ -52,12 +52,13 @@ func (s *Service) CreateAccount(ctx context.Context, p Principal, name string) (
 }
 
 // RenameAccount renames the principal's account; the slug never changes.
-// Errors: as Authorize (admin), CodeValidation (name).
+// Errors: as Authorize (admin), CodeValidation (name), CodeConflict (the
+// name derives a handle another account holds, as CreateAccount).
 func (s *Service) RenameAccount(ctx context.Context, p Principal, name string) (Account, error) {
 	if err := Authorize(p, MinRoleRename); err != nil {
 		return Account{}, err
 	}
-	name = strings.TrimSpace(name)
+	name = normalizeText(name)
 	var f errs.Fields
 	checkAccountName(&f, name)
 	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {

@@ -129,7 +129,9 @@ func TestAccountNameRules(t *testing.T) {
 		{strings.Repeat("n", 121), RuleTooLong},
 		{"日本語", RuleInvalid},
 		{"Acme\x00", RuleInvalid},
-		{"Acme\u2028Corp", ""}, // a line separator is a format character, not a control one; it derives acme-corp
+		{"Acme\u2028Corp", RuleInvalid}, // a line separator breaks the line a name is shown on
+		{"Acme\u202eCorp", RuleInvalid}, // a bidi override makes the name read as another
+		{"Ac\u200bme", RuleInvalid},     // zero-width: looks like "Acme"
 	}
 	for _, tt := range tests {
 		var f errs.Fields

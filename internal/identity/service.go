@@ -44,6 +44,10 @@ func NewService(store Store, hasher *Hasher, keys *KeyRing, opts Options) *Servi
 	return &Service{store: store, hasher: hasher, keys: keys, opts: opts}
 }
 
+// Issuer returns the issuer URL the service signs tokens for; its origin
+// is identity's public origin.
+func (s *Service) Issuer() string { return s.opts.Issuer }
+
 // Keys returns the service's key ring (for the key set endpoint).
 func (s *Service) Keys() *KeyRing { return s.keys }
 
@@ -60,7 +64,7 @@ type RegisterInput struct {
 // (address taken; the wording does not confirm it).
 func (s *Service) Register(ctx context.Context, in RegisterInput) (User, error) {
 	email := NormalizeEmail(in.Email)
-	display := strings.TrimSpace(in.DisplayName)
+	display := normalizeText(in.DisplayName)
 	var f errs.Fields
 	checkEmail(&f, email)
 	checkPassword(&f, in.Password)

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/textrule"
 )
 
 // Limits of identity's inputs.
@@ -21,9 +22,14 @@ const (
 	SlugMax        = 63
 )
 
-// NormalizeEmail trims an address and lower-cases it: addresses are
-// compared case-insensitively.
-func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+// NormalizeEmail trims an address, lower-cases it and puts it in NFC:
+// addresses are compared case-insensitively, and a decomposed "é" is the
+// same address as a precomposed one.
+func NormalizeEmail(s string) string { return norm.NFC.String(strings.ToLower(strings.TrimSpace(s))) }
+
+// normalizeText trims a text field and puts it in NFC, the one form
+// identity stores.
+func normalizeText(s string) string { return norm.NFC.String(strings.TrimSpace(s)) }
 
 // validEmail accepts a bare address (no display name, no angle brackets)
 // with a local part and a domain.
@@ -39,12 +45,19 @@ func validEmail(s string) bool {
 	return at > 0 && at < len(s)-1
 }
 
+// checkEmail validates a normalized address: well formed, no invisible
+// characters, and no local part or domain label mixing scripts (a
+// Cyrillic "а" in "аlice@example.com" is not Alice's address).
 func checkEmail(f *errs.Fields, email string) {
 	switch {
 	case email == "":
 		f.Add("email", RuleRequired)
 	case !validEmail(email):
 		f.Add("email", RuleInvalid)
+	default:
+		if _, err := textrule.Email(email); err != nil {
+			f.Add("email", RuleInvalid)
+		}
 	}
 }
 
@@ -57,10 +70,15 @@ func checkPassword(f *errs.Fields, pw string) {
 	}
 }
 
-// hasControl reports whether s holds a control character: no name needs
-// one, and PostgreSQL cannot store NUL in text at all (the write would
+// hasControl reports whether s holds a character no text field takes
+// (textrule: controls, bidi controls, zero-width and other invisible
+// characters): no name needs one, a bidi override makes a name read as
+// another, and PostgreSQL cannot store NUL in text at all (the write would
 // fail as an internal error instead of a field error).
-func hasControl(s string) bool { return strings.IndexFunc(s, unicode.IsControl) >= 0 }
+func hasControl(s string) bool {
+	_, err := textrule.Text(s, false)
+	return err != nil
+}
 
 // checkAccountName validates a trimmed account name and the slug it
 // derives.

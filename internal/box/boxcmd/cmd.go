@@ -107,6 +107,9 @@ type Config struct {
 	// EventsURL is EVENTS_URL; with DATABASE_URL, box consumes
 	// identity.account.deleted from it (events.go).
 	EventsURL string
+	// MasterKey is BOX_MASTER_KEY (base64 of exactly 32 bytes, required
+	// with DATABASE_URL): it seals stored idempotent replays.
+	MasterKey []byte
 }
 
 // LoadConfig reads and validates box's settings; an error names the
@@ -130,6 +133,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if cfg.DatabaseURL != "" {
 		if err := validateDatabaseURL(cfg.DatabaseURL); err != nil {
+			return Config{}, err
+		}
+		r.Require("BOX_MASTER_KEY", "whenever DATABASE_URL is set")
+		cfg.MasterKey = r.Key32("BOX_MASTER_KEY")
+		if err := r.Err(); err != nil {
 			return Config{}, err
 		}
 	}
@@ -183,7 +191,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 			defer stop()
 		}
 		svc = box.NewService(store, identity, cfg.CapabilityTTL)
-		idem = idempotency.New(db)
+		idem = idempotency.New(db, cfg.MasterKey)
 		readiness = databaseReadiness(db, logger)
 	}
 	return httpx.Serve(ctx, ln, httpapi.New(svc, logger, readiness, idem), logger)

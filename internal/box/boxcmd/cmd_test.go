@@ -33,7 +33,7 @@ func TestLoadConfig(t *testing.T) {
 	}
 	cfg, err = boxcmd.LoadConfig(getenv(map[string]string{
 		"PORT": "9000", "DATABASE_URL": "sqlite:x.db", "BOX_IDENTITY_URL": "http://identity:8081/",
-		"BOX_IDENTITY_TIMEOUT": "750ms", "BOX_CAPABILITY_TTL": "90s",
+		"BOX_IDENTITY_TIMEOUT": "750ms", "BOX_CAPABILITY_TTL": "90s", "BOX_MASTER_KEY": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
 	}))
 	if err != nil || cfg.Port != 9000 || cfg.IdentityURL != "http://identity:8081" || cfg.IdentityTimeout != 750*time.Millisecond || cfg.CapabilityTTL != 90*time.Second {
 		t.Errorf("LoadConfig = %+v, %v", cfg, err)
@@ -51,6 +51,14 @@ func TestLoadConfig(t *testing.T) {
 		_, err := boxcmd.LoadConfig(getenv(map[string]string{b.name: b.value}))
 		if err == nil || !strings.HasPrefix(err.Error(), b.name+":") {
 			t.Errorf("%s=%q: error %v, want one naming the variable", b.name, b.value, err)
+		}
+	}
+	// BOX_MASTER_KEY seals stored replays: required with a database, and
+	// exactly 32 bytes.
+	for _, key := range []string{"", "c2hvcnQ=", "not base64!"} {
+		_, err := boxcmd.LoadConfig(getenv(map[string]string{"DATABASE_URL": "sqlite:x.db", "BOX_MASTER_KEY": key}))
+		if err == nil || !strings.HasPrefix(err.Error(), "BOX_MASTER_KEY:") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("BOX_MASTER_KEY=%q: error %v, want one line naming the variable", key, err)
 		}
 	}
 }
@@ -103,7 +111,7 @@ func TestServeWithoutDatabase(t *testing.T) {
 func TestServeReadiness(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		url := sqltest.URL(t, engine)
-		base := serve(t, boxcmd.Config{DatabaseURL: url, IdentityTimeout: time.Second})
+		base := serve(t, boxcmd.Config{DatabaseURL: url, IdentityTimeout: time.Second, MasterKey: make([]byte, 32)})
 		want := `{"deps":"` + string(engine) + `","status":"unavailable"}`
 		if code, body := get(t, base+"/readyz"); code != 503 || body != want {
 			t.Errorf("readyz before migrate: %d %s, want 503 %s", code, body, want)

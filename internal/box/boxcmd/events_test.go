@@ -49,7 +49,7 @@ func TestServeConsumesAccountDeletions(t *testing.T) {
 		}
 
 		b := eventstest.Embedded(t)
-		serve(t, boxcmd.Config{DatabaseURL: url, EventsURL: b.URL, CapabilityTTL: time.Minute, IdentityTimeout: time.Second})
+		serve(t, boxcmd.Config{DatabaseURL: url, EventsURL: b.URL, CapabilityTTL: time.Minute, IdentityTimeout: time.Second, MasterKey: make([]byte, 32)})
 
 		_, js := eventstest.Connect(t, b)
 		eventstest.EnsureStream(t, js, b)

@@ -72,7 +72,7 @@ func TestReconciliation(t *testing.T) {
 	boxDB := "sqlite:" + filepath.Join(dir, "box.db")
 	identityEnv := e2e.Env{"PORT": strconv.Itoa(identityPort), "DATABASE_URL": "sqlite:" + filepath.Join(dir, "identity.db"),
 		"IDENTITY_MASTER_KEY": e2e.MasterKey(), "IDENTITY_ISSUER": identityURL}
-	boxEnv := e2e.Env{"DATABASE_URL": boxDB, "BOX_IDENTITY_URL": identityURL}
+	boxEnv := e2e.Env{"DATABASE_URL": boxDB, "BOX_IDENTITY_URL": identityURL, "BOX_MASTER_KEY": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="}
 
 	e2e.MustRun(t, identityEnv, "identity", "migrate")
 	e2e.MustRun(t, boxEnv, "box", "migrate")

@@ -43,7 +43,13 @@ func TestGrantValidation(t *testing.T) {
 		{"long reference", `{"account_id":"` + account + `","reference":"` + strings.Repeat("r", 256) + `"}`, 422, "unprocessable",
 			"reference must be at most 255 characters"},
 		{"NUL in source", `{"account_id":"` + account + `","source":"a\u0000b"}`, 422, "unprocessable",
-			"source must not contain control characters"},
+			"source must not contain control, bidi-control or zero-width characters"},
+		{"bidi override in reference", `{"account_id":"` + account + `","reference":"pay_\u202e1"}`, 422, "unprocessable",
+			"reference must not contain control, bidi-control or zero-width characters"},
+		{"zero-width space in source", `{"account_id":"` + account + `","source":"reconciled\u200b_payment"}`, 422, "unprocessable",
+			"source must not contain control, bidi-control or zero-width characters"},
+		{"key in another case", `{"account_id":"` + account + `","product":"identity","PRODUCT":"courier"}`, 400, "malformed_json", `unknown field "PRODUCT"`},
+		{"duplicate key", `{"account_id":"` + account + `","product":"identity","product":"courier"}`, 400, "malformed_json", `duplicate field "product"`},
 		{"unknown field", `{"account_id":"` + account + `","expires_at":"2030-01-01"}`, 400, "malformed_json", `unknown field "expires_at"`},
 		{"wrong type", `{"account_id":42}`, 400, "malformed_json", `field "account_id" must be of type string`},
 		{"not json", `account_id=1`, 400, "malformed_json", ""},
@@ -478,4 +484,26 @@ func TestUnknownRoutes(t *testing.T) {
 	if res.status != http.StatusMethodNotAllowed || res.header.Get("Allow") == "" {
 		t.Errorf("wrong method: %d %s allow %q", res.status, res.raw, res.header.Get("Allow"))
 	}
+}
+
+// TestFreeTextIsStoredInNFC: a decomposed accent is stored precomposed,
+// and release notes keep their line breaks but refuse a bidi override.
+func TestFreeTextIsStoredInNFC(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine, envOptions{})
+		res := e.do("POST", "/v1/operator/entitlements", staffToken, `{"account_id":"`+account+`","product":"kit","reference":"Cafe\u0301"}`)
+		if res.status != http.StatusCreated || res.object("entitlement")["reference"] != "Caf\u00e9" {
+			t.Fatalf("grant = %d %s, want 201 with reference in NFC", res.status, res.raw)
+		}
+		if n := e.count(`SELECT count(*) FROM entitlements WHERE reference = $1`, "Caf\u00e9"); n != 1 {
+			t.Errorf("rows with the NFC reference = %d, want 1", n)
+		}
+		if res := e.do("POST", "/v1/operator/releases", staffToken, `{"product":"kit","version":"1.0.0","notes":"line one\nline two"}`); res.status != http.StatusCreated {
+			t.Errorf("notes with a line break: %d %s, want 201", res.status, res.raw)
+		}
+		res = e.do("POST", "/v1/operator/releases", staffToken, `{"product":"kit","version":"1.0.1","notes":"fixed \u2066evil\u2069"}`)
+		if res.status != http.StatusUnprocessableEntity || res.errorMessage() != "notes must not contain control, bidi-control or zero-width characters" {
+			t.Errorf("notes with a bidi isolate: %d %s, want 422 naming notes", res.status, res.raw)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/idempotency"
 )
 
 type handlers struct {
@@ -54,6 +55,37 @@ func (h *handlers) member(w http.ResponseWriter, r *http.Request, withUser bool)
 	return m, true
 }
 
+// idempotent wraps next in the Idempotency-Key layer for userID (or
+// returns it as it is when box keeps no records).
+type idempotent func(userID string, next http.Handler) http.Handler
+
+// asStaff runs the staff check first, then fn through once with the staff
+// member as the record's caller.
+func (h *handlers) asStaff(once idempotent, fn func(http.ResponseWriter, *http.Request, box.Staff)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, ok := h.staff(w, r)
+		if !ok {
+			return
+		}
+		once(s.UserID(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fn(w, r, s) })).ServeHTTP(w, r)
+	})
+}
+
+// asMember runs the membership check first, then fn through once with the
+// member as the record's caller. A request carrying Idempotency-Key needs
+// the caller's user id even where fn does not, since records are the
+// user's, not the token's: it is resolved then.
+func (h *handlers) asMember(withUser bool, once idempotent, fn func(http.ResponseWriter, *http.Request, box.Member)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keyed := r.Header.Get(idempotency.Header) != ""
+		m, ok := h.member(w, r, withUser || keyed)
+		if !ok {
+			return
+		}
+		once(m.UserID(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fn(w, r, m) })).ServeHTTP(w, r)
+	})
+}
+
 func (h *handlers) decode(w http.ResponseWriter, r *http.Request, dst any) bool {
 	if err := httpx.DecodeJSON(w, r, dst); err != nil {
 		writeError(w, r, h.logger, err)
@@ -95,11 +127,7 @@ type duplicateResponse struct {
 	Duplicate   bool            `json:"duplicate"`
 }
 
-func (h *handlers) grant(w http.ResponseWriter, r *http.Request) {
-	staff, ok := h.staff(w, r)
-	if !ok {
-		return
-	}
+func (h *handlers) grant(w http.ResponseWriter, r *http.Request, staff box.Staff) {
 	var body struct {
 		AccountID    *string `json:"account_id"`
 		Product      *string `json:"product"`
@@ -217,11 +245,7 @@ type capabilityJSON struct {
 	ExpiresAt    time.Time `json:"expires_at"`
 }
 
-func (h *handlers) fetchArtifact(w http.ResponseWriter, r *http.Request) {
-	m, ok := h.member(w, r, false)
-	if !ok {
-		return
-	}
+func (h *handlers) fetchArtifact(w http.ResponseWriter, r *http.Request, m box.Member) {
 	var body struct {
 		Artifact     *string `json:"artifact"`
 		VersionRange *string `json:"version_range"`
@@ -283,11 +307,7 @@ func releaseViews(rels []box.Release) []releaseJSON {
 	return out
 }
 
-func (h *handlers) publishRelease(w http.ResponseWriter, r *http.Request) {
-	staff, ok := h.staff(w, r)
-	if !ok {
-		return
-	}
+func (h *handlers) publishRelease(w http.ResponseWriter, r *http.Request, staff box.Staff) {
 	var body struct {
 		Product *string `json:"product"`
 		Version *string `json:"version"`
@@ -348,11 +368,7 @@ type approvalJSON struct {
 	CreatedAt  time.Time `json:"created_at"`
 }
 
-func (h *handlers) approve(w http.ResponseWriter, r *http.Request) {
-	m, ok := h.member(w, r, true)
-	if !ok {
-		return
-	}
+func (h *handlers) approve(w http.ResponseWriter, r *http.Request, m box.Member) {
 	var body struct {
 		ReleaseID *int64 `json:"release_id"`
 	}
@@ -384,11 +400,7 @@ type claimJSON struct {
 }
 
 // claim takes no body: what is claimed is always the free kit.
-func (h *handlers) claim(w http.ResponseWriter, r *http.Request) {
-	m, ok := h.member(w, r, true)
-	if !ok {
-		return
-	}
+func (h *handlers) claim(w http.ResponseWriter, r *http.Request, m box.Member) {
 	c, ent, err := h.svc.Claim(r.Context(), m)
 	if err != nil {
 		writeError(w, r, h.logger, err)

@@ -8,9 +8,7 @@ package httpapi_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -81,7 +79,7 @@ func oaHandler(t *testing.T, db *sqldb.DB, identityURL string) http.Handler {
 			return httpx.Readiness{Ready: false, Body: map[string]string{"status": "unavailable", "deps": string(db.Engine)}}
 		}
 		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": string(db.Engine)}}
-	}, idempotency.New(db))
+	}, idempotency.New(db, make([]byte, idempotency.SecretSize)))
 }
 
 // oaKey sends key as the request's Idempotency-Key.
@@ -89,16 +87,10 @@ func oaKey(key string) openapitest.Option { return openapitest.Header(idempotenc
 
 // oaClaimKey records an unfinished Idempotency-Key claim, as a request
 // still being processed leaves it, so the next request with the key is
-// told so. It mirrors internal/idempotency's digest and fingerprint and
-// box's scope (a digest of the bearer token).
-func oaClaimKey(t *testing.T, db *sqldb.DB, token, key, method, path, body string) {
+// told so. Box's records are the user's (userID), not the token's.
+func oaClaimKey(t *testing.T, db *sqldb.DB, userID, key, method, path, body string) {
 	t.Helper()
-	scope := sha256.Sum256([]byte(token))
-	digest := sha256.Sum256([]byte("idempotency-key-digest\x00" + key))
-	fp := sha256.Sum256([]byte(method + " " + path + "\n" + body))
-	_, err := db.Exec(context.Background(), `INSERT INTO idempotency_keys (scope, key_digest, fingerprint, created_at) VALUES ($1, $2, $3, $4)`,
-		"token:"+hex.EncodeToString(scope[:]), hex.EncodeToString(digest[:]), hex.EncodeToString(fp[:]), db.Now())
-	if err != nil {
+	if err := idempotency.New(db, make([]byte, idempotency.SecretSize)).Hold(context.Background(), "user:"+userID, key, method, path, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -135,7 +127,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		}
 		c.Code("POST", grants, `{"account_id":"`+account+`"}`, 422, "idempotency_key_reused", staff, oaKey("grant-1"))
 		c.Code("POST", grants, platform, 400, "idempotency_key_invalid", staff, oaKey("has space"))
-		oaClaimKey(t, e.db, staffToken, "grant-busy", "POST", grants, platform)
+		oaClaimKey(t, e.db, staffID, "grant-busy", "POST", grants, platform)
 		if w := c.Code("POST", grants, platform, 409, "idempotency_key_in_progress", staff, oaKey("grant-busy")); w.Header().Get("Retry-After") != "1" {
 			t.Errorf("in progress: Retry-After = %q", w.Header().Get("Retry-After"))
 		}
@@ -179,7 +171,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Do("POST", releases, `{"product":"platform","version":"1.2.0","notes":"first\nline"}`, 201, staff, oaKey("rel-1"))
 		c.Code("POST", releases, `{"product":"platform","version":"1.3.0"}`, 422, "idempotency_key_reused", staff, oaKey("rel-1"))
 		c.Code("POST", releases, `{"product":"platform","version":"1.3.0"}`, 400, "idempotency_key_invalid", staff, oaKey(strings.Repeat("k", 256)))
-		oaClaimKey(t, e.db, staffToken, "rel-busy", "POST", releases, `{"product":"platform","version":"1.4.0"}`)
+		oaClaimKey(t, e.db, staffID, "rel-busy", "POST", releases, `{"product":"platform","version":"1.4.0"}`)
 		c.Code("POST", releases, `{"product":"platform","version":"1.4.0"}`, 409, "idempotency_key_in_progress", staff, oaKey("rel-busy"))
 		c.Code("POST", releases, `{"product":"platform","version":"1.2.0"}`, 409, "conflict", staff)
 		var rel2, relCourier struct{ Release struct{ ID int64 } }
@@ -215,7 +207,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("POST", acct+"/claims", `{}`, 422, "idempotency_key_reused", buyer, oaKey("claim-1"))
 		c.Code("POST", acct+"/claims", "", 400, "idempotency_key_invalid", buyer, oaKey("\x7f"))
 		c.Code("POST", acct+"/claims", big, 413, "body_too_large", buyer, oaKey("claim-big"))
-		oaClaimKey(t, e.db, buyerToken, "claim-busy", "POST", acct+"/claims", "")
+		oaClaimKey(t, e.db, buyerID, "claim-busy", "POST", acct+"/claims", "")
 		c.Code("POST", acct+"/claims", "", 409, "idempotency_key_in_progress", buyer, oaKey("claim-busy"))
 		if w := c.Do("POST", acct+"/claims", "", 200, buyer); !strings.Contains(w.Body.String(), `"claim":null`) {
 			t.Errorf("repeated claim: %s, want claim null", w.Body)
@@ -240,7 +232,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		}
 		c.Code("POST", fetches, `{"artifact":"platform"}`, 422, "idempotency_key_reused", buyer, oaKey("fetch-1"))
 		c.Code("POST", fetches, `{"artifact":"platform"}`, 400, "idempotency_key_invalid", buyer, oaKey("a b"))
-		oaClaimKey(t, e.db, buyerToken, "fetch-busy", "POST", fetches, `{"artifact":"kit"}`)
+		oaClaimKey(t, e.db, buyerID, "fetch-busy", "POST", fetches, `{"artifact":"kit"}`)
 		c.Code("POST", fetches, `{"artifact":"kit"}`, 409, "idempotency_key_in_progress", buyer, oaKey("fetch-busy"))
 		var kitCapability struct{ Capability struct{ Token string } }
 		c.JSON("POST", fetches, `{"artifact":" kit ","version_range":null}`, 201, &kitCapability, buyer)
@@ -269,7 +261,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Do("POST", approvals, approve(rel.Release.ID), 201, buyer, oaKey("approve-1"))
 		c.Code("POST", approvals, approve(rel2.Release.ID), 422, "idempotency_key_reused", buyer, oaKey("approve-1"))
 		c.Code("POST", approvals, approve(rel.Release.ID), 400, "idempotency_key_invalid", buyer, oaKey("é"))
-		oaClaimKey(t, e.db, buyerToken, "approve-busy", "POST", approvals, approve(rel.Release.ID))
+		oaClaimKey(t, e.db, buyerID, "approve-busy", "POST", approvals, approve(rel.Release.ID))
 		c.Code("POST", approvals, approve(rel.Release.ID), 409, "idempotency_key_in_progress", buyer, oaKey("approve-busy"))
 		c.Do("POST", approvals, approve(rel.Release.ID), 200, buyer)
 		c.Code("POST", approvals, approve(rel2.Release.ID), 403, "version_not_granted", buyer)

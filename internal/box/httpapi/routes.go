@@ -5,8 +5,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 
@@ -26,24 +24,30 @@ func New(svc *box.Service, logger *slog.Logger, readiness func(context.Context) 
 	mux.Handle("GET /openapi.json", openapi.Handler(openapiDocument))
 	if svc != nil {
 		h := &handlers{svc: svc, logger: logger}
-		mux.HandleFunc("GET /v1/operator/entitlements", h.listEntitlements)
-		once := func(fn http.HandlerFunc) http.Handler {
-			if idem == nil {
-				return fn
-			}
-			return idem.Wrap(callerScope, func(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+		// Creating POSTs honour Idempotency-Key inside the staff or member
+		// check, which runs on every request, replays included: a record
+		// replays only to the user who made it, while they may still make
+		// the request, and nothing is read or written for a caller who may
+		// not.
+		once := func(_ string, next http.Handler) http.Handler { return next }
+		if idem != nil {
+			fail := func(w http.ResponseWriter, r *http.Request, status int, code, message string) {
 				writeEnvelope(w, status, code, message)
-			}, fn)
+			}
+			once = func(userID string, next http.Handler) http.Handler {
+				return idem.Wrap(func(*http.Request) string { return "user:" + userID }, fail, next)
+			}
 		}
-		mux.Handle("POST /v1/operator/entitlements", once(h.grant))
+		mux.HandleFunc("GET /v1/operator/entitlements", h.listEntitlements)
+		mux.Handle("POST /v1/operator/entitlements", h.asStaff(once, h.grant))
 		mux.HandleFunc("POST /v1/operator/entitlements/{id}/revoke", h.revoke)
 		mux.HandleFunc("GET /v1/operator/releases", h.listReleases)
-		mux.Handle("POST /v1/operator/releases", once(h.publishRelease))
+		mux.Handle("POST /v1/operator/releases", h.asStaff(once, h.publishRelease))
 		mux.HandleFunc("GET /v1/accounts/{account_id}/entitlements", h.customerEntitlements)
-		mux.Handle("POST /v1/accounts/{account_id}/artifact_fetches", once(h.fetchArtifact))
+		mux.Handle("POST /v1/accounts/{account_id}/artifact_fetches", h.asMember(false, once, h.fetchArtifact))
 		mux.HandleFunc("GET /v1/accounts/{account_id}/releases", h.accountReleases)
-		mux.Handle("POST /v1/accounts/{account_id}/approvals", once(h.approve))
-		mux.Handle("POST /v1/accounts/{account_id}/claims", once(h.claim))
+		mux.Handle("POST /v1/accounts/{account_id}/approvals", h.asMember(true, once, h.approve))
+		mux.Handle("POST /v1/accounts/{account_id}/claims", h.asMember(true, once, h.claim))
 		mux.HandleFunc("GET /v1/accounts/{account_id}/audit-events", h.timeline)
 		mux.HandleFunc("POST /v1/capabilities/redeem", h.redeem)
 	}
@@ -74,16 +78,4 @@ func fallback(mux *http.ServeMux) http.Handler {
 		}
 		writeEnvelope(w, http.StatusNotFound, box.CodeNotFound, box.MsgNotFound)
 	})
-}
-
-// callerScope scopes Idempotency-Keys to the caller's credential: box keeps
-// no users, and resolving the user would cost an identity round trip
-// before the key could be claimed. Only a digest of the token is used.
-func callerScope(r *http.Request) string {
-	tok := bearer(r)
-	if tok == "" {
-		return "anonymous"
-	}
-	sum := sha256.Sum256([]byte(tok))
-	return "token:" + hex.EncodeToString(sum[:])
 }

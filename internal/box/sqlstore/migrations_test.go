@@ -78,3 +78,28 @@ func TestCapabilitiesIssuedBeforeSelectors(t *testing.T) {
 		}
 	})
 }
+
+// TestMigrationDropsReplaysSealedWithoutTheSecret: replays stored before
+// migration 00005 were sealed with a key derived from the Idempotency-Key
+// alone; the migration leaves none of them.
+func TestMigrationDropsReplaysSealedWithoutTheSecret(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		db := sqltest.Open(t, engine, migrationsBefore(t, "00005"))
+		if _, err := db.Exec(ctx, `
+			INSERT INTO idempotency_keys (scope, key_digest, fingerprint, status, body, created_at)
+			VALUES ('token:x', 'digest', 'fp', 201, $1, $2)`, []byte("sealed"), sqldb.Timestamp(time.Now())); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Migrate(ctx, sqlstore.Migrations); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM idempotency_keys`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("idempotency rows after the migration = %d, want 0", n)
+		}
+	})
+}

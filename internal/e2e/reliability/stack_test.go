@@ -57,6 +57,7 @@ func newStack(t *testing.T, pg *pgCluster, opts stackOptions) *stack {
 		"DATABASE_URL":         pg.createDB(t, fmt.Sprintf("box_%d", n)),
 		"BOX_IDENTITY_URL":     s.proxy.URL,
 		"BOX_IDENTITY_TIMEOUT": "1s",
+		"BOX_MASTER_KEY":       "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
 	}
 	for k, v := range opts.box {
 		s.boxEnv[k] = v

@@ -132,11 +132,30 @@ func TestSessionCookie(t *testing.T) {
 		// A bearer header wins over the cookie.
 		s.do(t, "GET", "/v1/me", nil, cookie(tok), bearer("not-a-token")).problem(t, http.StatusUnauthorized, "unauthorized")
 
-		// Cookie-borne state changes from another origin are refused.
+		// Cookie-borne state changes from another origin, or without an
+		// origin, are refused: the Origin must be the issuer's origin
+		// exactly (scheme, host, port), or the browser must say
+		// Sec-Fetch-Site: same-origin. The request's own Host is no proof.
 		body := map[string]string{"name": "Cross Site"}
-		for _, origin := range []string{"https://evil.example", "null", "http://example.com.evil.example"} {
-			s.do(t, "POST", "/v1/accounts", body, cookie(tok), header("Origin", origin)).problem(t, http.StatusForbidden, "forbidden")
-			s.do(t, "DELETE", "/v1/session", nil, cookie(tok), header("Origin", origin)).problem(t, http.StatusForbidden, "forbidden")
+		refused := []struct {
+			name string
+			opts []opt
+		}{
+			{"ErrNoOrigin", nil},
+			{"ErrOtherOrigin", []opt{header("Origin", "https://evil.example")}},
+			{"ErrNullOrigin", []opt{header("Origin", "null")}},
+			{"ErrSuffixOrigin", []opt{header("Origin", "http://identity.test.evil.example")}},
+			{"ErrOtherScheme", []opt{header("Origin", "https://identity.test")}},
+			{"ErrOtherPort", []opt{header("Origin", "http://identity.test:8080")}},
+			{"ErrRequestHostOnly", []opt{header("Origin", "http://example.com")}},
+			{"ErrSameSite", []opt{header("Sec-Fetch-Site", "same-site")}},
+			{"ErrCrossSiteWithMatchingHost", []opt{header("Sec-Fetch-Site", "cross-site"), header("Origin", "http://example.com")}},
+		}
+		for _, tt := range refused {
+			t.Run(tt.name, func(t *testing.T) {
+				s.do(t, "POST", "/v1/accounts", body, append([]opt{cookie(tok)}, tt.opts...)...).problem(t, http.StatusForbidden, "forbidden")
+				s.do(t, "DELETE", "/v1/session", nil, append([]opt{cookie(tok)}, tt.opts...)...).problem(t, http.StatusForbidden, "forbidden")
+			})
 		}
 		if n := s.env.Count(t, "accounts"); n != 1 {
 			t.Errorf("accounts = %d after refused cross-origin posts", n)
@@ -144,10 +163,12 @@ func TestSessionCookie(t *testing.T) {
 		// A cross-origin read is harmless; a same-origin write and a
 		// bearer-authenticated one from anywhere are allowed.
 		s.do(t, "GET", "/v1/me", nil, cookie(tok), header("Origin", "https://evil.example")).want(t, http.StatusOK)
-		s.do(t, "POST", "/v1/accounts", body, cookie(tok), header("Origin", "http://example.com")).want(t, http.StatusCreated)
+		s.do(t, "POST", "/v1/accounts", body, cookie(tok), header("Origin", "http://identity.test")).want(t, http.StatusCreated)
+		s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Default Port"}, cookie(tok), header("Origin", "HTTP://Identity.Test:80")).want(t, http.StatusCreated)
+		s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Fetch Metadata"}, cookie(tok), header("Sec-Fetch-Site", "same-origin")).want(t, http.StatusCreated)
 		s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Bearer Site"}, bearer(tok), header("Origin", "https://evil.example")).want(t, http.StatusCreated)
 
-		s.do(t, "DELETE", "/v1/session", nil, cookie(tok), header("Origin", "http://example.com")).want(t, http.StatusNoContent)
+		s.do(t, "DELETE", "/v1/session", nil, cookie(tok), header("Origin", "http://identity.test")).want(t, http.StatusNoContent)
 		s.do(t, "GET", "/v1/me", nil, cookie(tok)).problem(t, http.StatusUnauthorized, "unauthorized")
 	})
 }
@@ -329,4 +350,136 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 			t.Errorf("the log holds a secret (%.12s…)", secret)
 		}
 	}
+}
+
+// TestIdempotentReplayOnlyWhileAuthorized: identity authenticates and
+// authorizes every request before the Idempotency-Key layer, so a stored
+// answer (an invitation token) is not replayed after sign-out or after the
+// caller loses the role, and another user's same key is their own.
+func TestIdempotentReplayOnlyWhileAuthorized(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		s := newServer(t, engine, identitytest.Config{})
+		_, owner := s.signUp(t, "owner@example.com")
+		acc := s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Acme"}, bearer(owner)).want(t, http.StatusCreated).object(t)["id"].(string)
+		adminID, admin := s.signUp(t, "admin@example.com")
+		inv := s.do(t, "POST", "/v1/accounts/"+acc+"/invitations", map[string]string{"email": "admin@example.com", "role": "admin"}, bearer(owner)).want(t, http.StatusCreated).object(t)
+		s.do(t, "POST", "/v1/invitations/accept", map[string]string{"token": inv["token"].(string)}, bearer(admin)).want(t, http.StatusOK)
+
+		invite := map[string]string{"email": "new@example.com", "role": "member"}
+		key := header("Idempotency-Key", "invite-new")
+		first := s.do(t, "POST", "/v1/accounts/"+acc+"/invitations", invite, bearer(admin), key).want(t, http.StatusCreated)
+		if r := s.do(t, "POST", "/v1/accounts/"+acc+"/invitations", invite, bearer(admin), key).want(t, http.StatusCreated); r.Header().Get("Idempotent-Replayed") != "true" || r.Body.String() != first.Body.String() {
+			t.Fatalf("replay while authorized = %q %s, want the first answer replayed", r.Header().Get("Idempotent-Replayed"), r.Body)
+		}
+		// The owner, using the admin's key and body, makes a request of
+		// their own.
+		if r := s.do(t, "POST", "/v1/accounts/"+acc+"/invitations", invite, bearer(owner), key).want(t, http.StatusCreated); r.Header().Get("Idempotent-Replayed") != "" {
+			t.Error("another user's request with the same key was answered with a replay")
+		}
+
+		// Demoted to member: 403, no replay.
+		s.do(t, "PATCH", "/v1/accounts/"+acc+"/members/"+adminID, map[string]string{"role": "member"}, bearer(owner)).want(t, http.StatusOK)
+		if r := s.do(t, "POST", "/v1/accounts/"+acc+"/invitations", invite, bearer(admin), key); r.Code != http.StatusForbidden || strings.Contains(r.Body.String(), first.object(t)["token"].(string)) {
+			t.Errorf("replay after demotion = %d %s, want 403 without the invitation", r.Code, r.Body)
+		}
+
+		// Signed out: 401, no replay.
+		accountKey := header("Idempotency-Key", "acct-1")
+		s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Beta"}, bearer(owner), accountKey).want(t, http.StatusCreated)
+		s.do(t, "DELETE", "/v1/session", nil, bearer(owner)).want(t, http.StatusNoContent)
+		if r := s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Beta"}, bearer(owner), accountKey); r.Code != http.StatusUnauthorized || r.Header().Get("Idempotent-Replayed") != "" {
+			t.Errorf("replay after sign-out = %d replayed %q, want 401", r.Code, r.Header().Get("Idempotent-Replayed"))
+		}
+	})
+}
+
+// TestRenameAppliesTheHandleRule: renaming to a name whose handle another
+// account holds is the same 409 as creating it; renaming to a name that
+// derives the account's own handle is fine.
+func TestRenameAppliesTheHandleRule(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		s := newServer(t, engine, identitytest.Config{})
+		_, owner := s.signUp(t, "owner@example.com")
+		s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Acme"}, bearer(owner)).want(t, http.StatusCreated)
+		s.do(t, "POST", "/v1/accounts", map[string]string{"name": "ACME!"}, bearer(owner)).problem(t, http.StatusConflict, "conflict")
+		beta := s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Beta"}, bearer(owner)).want(t, http.StatusCreated).object(t)["id"].(string)
+		for _, name := range []string{"Acme", "acme", "ACME!", "Ácme"} {
+			s.do(t, "PATCH", "/v1/accounts/"+beta, map[string]string{"name": name}, bearer(owner)).problem(t, http.StatusConflict, "conflict")
+		}
+		if got := s.do(t, "GET", "/v1/accounts/"+beta, nil, bearer(owner)).want(t, http.StatusOK).object(t)["name"]; got != "Beta" {
+			t.Errorf("name after refused renames = %v, want Beta", got)
+		}
+		s.do(t, "PATCH", "/v1/accounts/"+beta, map[string]string{"name": "BETA"}, bearer(owner)).want(t, http.StatusOK)
+		s.do(t, "PATCH", "/v1/accounts/"+beta, map[string]string{"name": "Gamma"}, bearer(owner)).want(t, http.StatusOK)
+	})
+}
+
+// TestTextRules: text is stored in NFC, and every text field refuses
+// control, bidi-control and zero-width characters, and addresses mixing
+// scripts, with a 422 naming the field.
+func TestTextRules(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		s := newServer(t, engine, identitytest.Config{})
+		_, owner := s.signUp(t, "owner@example.com")
+		acc := s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Acme"}, bearer(owner)).want(t, http.StatusCreated).object(t)["id"].(string)
+		pw := identitytest.Password
+		tests := []struct {
+			name, method, path string
+			body               map[string]string
+			field              string
+		}{
+			{"ErrEmailMixedScripts", "POST", "/v1/users", map[string]string{"email": "\u0430lice@example.com", "password": pw}, "email"},
+			{"ErrEmailDomainMixedScripts", "POST", "/v1/users", map[string]string{"email": "alice@ex\u0430mple.com", "password": pw}, "email"},
+			{"ErrEmailRightToLeftOverride", "POST", "/v1/users", map[string]string{"email": "alice\u202e@example.com", "password": pw}, "email"},
+			{"ErrEmailZeroWidth", "POST", "/v1/users", map[string]string{"email": "al\u200bice@example.com", "password": pw}, "email"},
+			{"ErrDisplayNameBidiOverride", "POST", "/v1/users", map[string]string{"email": "dn@example.com", "password": pw, "display_name": "Ada\u202eecalB"}, "display_name"},
+			{"ErrDisplayNameZeroWidth", "POST", "/v1/users", map[string]string{"email": "dn@example.com", "password": pw, "display_name": "A\u200dda"}, "display_name"},
+			{"ErrAccountNameZeroWidth", "POST", "/v1/accounts", map[string]string{"name": "Ac\u200bme Two"}, "name"},
+			{"ErrAccountNameBidiIsolate", "POST", "/v1/accounts", map[string]string{"name": "Acme \u2067Two"}, "name"},
+			{"ErrRenameZeroWidth", "PATCH", "/v1/accounts/" + acc, map[string]string{"name": "Acme\ufeff"}, "name"},
+			{"ErrInvitationEmailMixedScripts", "POST", "/v1/accounts/" + acc + "/invitations", map[string]string{"email": "b\u03bfb@example.com", "role": "member"}, "email"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				p := s.do(t, tt.method, tt.path, tt.body, bearer(owner)).problem(t, http.StatusUnprocessableEntity, "validation_failed")
+				if got := strings.Join(fieldErrors(p), ","); got != tt.field+":invalid" {
+					t.Errorf("errors = %s, want %s:invalid", got, tt.field)
+				}
+			})
+		}
+		// A decomposed é is the same address as a precomposed one.
+		s.do(t, "POST", "/v1/users", map[string]string{"email": "jose\u0301@example.com", "password": pw, "display_name": "Jose\u0301"}).want(t, http.StatusCreated)
+		s.do(t, "POST", "/v1/users", map[string]string{"email": "jos\u00e9@example.com", "password": pw}).problem(t, http.StatusConflict, "conflict")
+		tok := s.do(t, "POST", "/v1/session", map[string]string{"email": "jos\u00e9@example.com", "password": pw}).want(t, http.StatusCreated).object(t)["token"].(string)
+		me := s.do(t, "GET", "/v1/me", nil, bearer(tok)).want(t, http.StatusOK).object(t)
+		if me["email"] != "jos\u00e9@example.com" || me["display_name"] != "Jos\u00e9" {
+			t.Errorf("me = %q %q, want both in NFC", me["email"], me["display_name"])
+		}
+	})
+}
+
+// TestAmbiguousJSONIsRefused: a key given twice, or matching a field only
+// in another case, is a 400 problem, not the last value silently winning.
+func TestAmbiguousJSONIsRefused(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		s := newServer(t, engine, identitytest.Config{})
+		_, owner := s.signUp(t, "owner@example.com")
+		acc := s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Acme"}, bearer(owner)).want(t, http.StatusCreated).object(t)["id"].(string)
+		tests := []struct{ name, path, body, detail string }{
+			{"ErrDuplicateKey", "/v1/users", `{"email":"a@example.com","email":"b@example.com","password":"` + identitytest.Password + `"}`, `duplicate field "email"`},
+			{"ErrKeyInAnotherCase", "/v1/users", `{"email":"a@example.com","EMAIL":"b@example.com","password":"` + identitytest.Password + `"}`, `unknown field "EMAIL"`},
+			{"ErrRoleInAnotherCase", "/v1/accounts/" + acc + "/invitations", `{"email":"c@example.com","role":"member","Role":"admin"}`, `unknown field "Role"`},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				p := s.do(t, "POST", tt.path, tt.body, bearer(owner)).problem(t, http.StatusBadRequest, "malformed_json")
+				if d, _ := p["detail"].(string); !strings.Contains(d, tt.detail) {
+					t.Errorf("detail = %q, want it to contain %q", d, tt.detail)
+				}
+			})
+		}
+		if n := s.env.Count(t, "invitations"); n != 0 {
+			t.Errorf("invitations = %d after refused bodies, want 0", n)
+		}
+	})
 }

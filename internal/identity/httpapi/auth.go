@@ -30,19 +30,45 @@ func token(r *http.Request) (tok string, fromCookie bool) {
 	return "", false
 }
 
-// sameOrigin refuses a cookie-authenticated state change sent from another
-// origin (SameSite=Lax already keeps the cookie off most of them).
-func sameOrigin(r *http.Request) bool {
+// sameOrigin refuses a cookie-authenticated state change unless the
+// browser says it comes from this origin (Sec-Fetch-Site: same-origin) or
+// its Origin is exactly the public origin, scheme, host and port. A
+// missing Origin is refused too: SameSite=Lax keeps the cookie off most
+// cross-site requests, not all (a top-level POST from a sibling subdomain,
+// an old browser), and every browser that sends the cookie on a state
+// change sends one of the two headers.
+func (a *api) sameOrigin(r *http.Request) bool {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return true
 	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
+	if r.Header.Get("Sec-Fetch-Site") == "same-origin" {
 		return true
 	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host == r.Host
+	origin, ok := originOf(r.Header.Get("Origin"))
+	return ok && a.origin != "" && origin == a.origin
+}
+
+// originOf returns s's origin as scheme://host:port, lower-cased with the
+// scheme's default port made explicit, so equal origins compare equal;
+// ok is false for anything that is not a bare http(s) origin ("null",
+// paths, user info).
+func originOf(s string) (string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.User != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return "", false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	switch {
+	case scheme == "http" && port == "":
+		port = "80"
+	case scheme == "https" && port == "":
+		port = "443"
+	case scheme != "http" && scheme != "https":
+		return "", false
+	}
+	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port, true
 }
 
 var errCrossOrigin = errs.New(identity.CodeForbidden, "cross-origin request refused")
@@ -54,7 +80,7 @@ func (a *api) authenticated(h principalHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer a.svc.Serving()()
 		tok, fromCookie := token(r)
-		if fromCookie && !sameOrigin(r) {
+		if fromCookie && !a.sameOrigin(r) {
 			a.fail(w, r, errCrossOrigin)
 			return
 		}
@@ -75,7 +101,7 @@ func (a *api) member(min identity.Role, h principalHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer a.svc.Serving()()
 		tok, fromCookie := token(r)
-		if fromCookie && !sameOrigin(r) {
+		if fromCookie && !a.sameOrigin(r) {
 			a.fail(w, r, errCrossOrigin)
 			return
 		}

@@ -32,6 +32,9 @@ type api struct {
 	svc  *identity.Service
 	idem *idempotency.Store
 	log  *slog.Logger
+	// origin is identity's public origin (of its issuer), as originOf
+	// writes it; cookie-borne state changes must come from it.
+	origin string
 }
 
 // fail answers err as a problem: an expected error with its status, a

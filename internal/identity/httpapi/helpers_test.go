@@ -35,7 +35,7 @@ func newServer(t testing.TB, engine sqldb.Engine, cfg identitytest.Config) *serv
 	logger, logs := logtest.New()
 	h := httpapi.NewHandler(httpapi.Deps{
 		Service:     env.Service,
-		Idempotency: idempotency.New(env.DB),
+		Idempotency: idempotency.New(env.DB, make([]byte, idempotency.SecretSize)),
 		Ready: func(ctx context.Context) httpx.Readiness {
 			if err := env.DB.Ready(ctx); err != nil {
 				return httpx.Readiness{Ready: false, Body: map[string]string{"status": "unavailable", "deps": string(env.DB.Engine)}}

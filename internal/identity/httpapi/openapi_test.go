@@ -8,8 +8,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -61,14 +59,10 @@ func TestOpenAPIServed(t *testing.T) {
 
 // claimKey records an unfinished Idempotency-Key claim, as a request
 // still being processed leaves it, so the next request with the key is
-// told so. It mirrors internal/idempotency's digest and fingerprint.
-func claimKey(t *testing.T, db *sqldb.DB, scope, key, method, path, body string) {
+// told so; caller "" is a route without one.
+func claimKey(t *testing.T, db *sqldb.DB, caller, key, method, path, body string) {
 	t.Helper()
-	digest := sha256.Sum256([]byte("idempotency-key-digest\x00" + key))
-	fp := sha256.Sum256([]byte(method + " " + path + "\n" + body))
-	_, err := db.Exec(context.Background(), `INSERT INTO idempotency_keys (scope, key_digest, fingerprint, created_at) VALUES ($1, $2, $3, $4)`,
-		scope, hex.EncodeToString(digest[:]), hex.EncodeToString(fp[:]), db.Now())
-	if err != nil {
+	if err := idempotency.New(db, make([]byte, idempotency.SecretSize)).Hold(context.Background(), caller, key, method, path, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -84,7 +78,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		seen := openapitest.Coverage{}
 		c := openapitest.NewClient(t, OpenAPI(), NewHandler(Deps{
 			Service:     env.Service,
-			Idempotency: idempotency.New(env.DB),
+			Idempotency: idempotency.New(env.DB, make([]byte, idempotency.SecretSize)),
 			Ready: func(ctx context.Context) httpx.Readiness {
 				if err := env.DB.Ready(ctx); err != nil {
 					return httpx.Readiness{Ready: false, Body: map[string]string{"status": "unavailable", "deps": string(env.DB.Engine)}}
@@ -111,9 +105,13 @@ func TestOpenAPIConformance(t *testing.T) {
 		var owner struct{ ID, Email string }
 		c.JSON("POST", "/v1/users", `{"email":"Owner@Example.com",`+pw+`,"display_name":"Olive"}`, 201, &owner, openapitest.Header("Idempotency-Key", "reg-1"))
 		c.Do("POST", "/v1/users", `{"email":"Owner@Example.com",`+pw+`,"display_name":"Olive"}`, 201, openapitest.Header("Idempotency-Key", "reg-1"))
-		c.Code("POST", "/v1/users", `{"email":"other@example.com",`+pw+`}`, 422, "idempotency_key_reused", openapitest.Header("Idempotency-Key", "reg-1"))
+		// Without a caller, a record is found by key and body together:
+		// another body under the key is another request.
+		if w := c.Do("POST", "/v1/users", `{"email":"other@example.com",`+pw+`}`, 201, openapitest.Header("Idempotency-Key", "reg-1")); w.Header().Get("Idempotent-Replayed") != "" {
+			t.Error("another body under a public key was answered with the first request's replay")
+		}
 		c.Code("POST", "/v1/users", `{"email":"x@example.com",`+pw+`}`, 400, "idempotency_key_invalid", openapitest.Header("Idempotency-Key", "has space"))
-		claimKey(t, env.DB, "anonymous", "reg-busy", "POST", "/v1/users", `{"email":"busy@example.com",`+pw+`}`)
+		claimKey(t, env.DB, "", "reg-busy", "POST", "/v1/users", `{"email":"busy@example.com",`+pw+`}`)
 		c.Code("POST", "/v1/users", `{"email":"busy@example.com",`+pw+`}`, 409, "idempotency_key_in_progress", openapitest.Header("Idempotency-Key", "reg-busy"))
 		c.Code("POST", "/v1/users", `{"email":"owner@example.com",`+pw+`}`, 409, "conflict")
 		c.Code("POST", "/v1/users", `{"email":"nope","password":"short"}`, 422, "validation_failed")
@@ -247,6 +245,8 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("GET", "/v1/accounts/not-a-uuid", "", 404, "not_found", openapitest.Bearer(ownerTok))
 		c.Code("GET", acct, "", 401, "unauthorized")
 		c.Do("PATCH", acct, `{"name":"Acme Tooling"}`, 200, openapitest.Bearer(adminTok))
+		c.Do("POST", "/v1/accounts", `{"name":"Rival Co"}`, 201, openapitest.Bearer(ownerTok))
+		c.Code("PATCH", acct, `{"name":"rival co"}`, 409, "conflict", openapitest.Bearer(adminTok))
 		c.Code("PATCH", acct, `{"name":""}`, 422, "validation_failed", openapitest.Bearer(adminTok))
 		c.Code("PATCH", acct, `{"name":"x","slug":"y"}`, 400, "malformed_json", openapitest.Bearer(adminTok))
 		c.Code("PATCH", acct, `{"name":"x"}`, 415, "unsupported_media_type", openapitest.Bearer(adminTok), plain)

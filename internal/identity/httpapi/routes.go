@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
@@ -27,6 +28,14 @@ type Deps struct {
 // NewHandler returns identity's HTTP handler.
 func NewHandler(d Deps) http.Handler {
 	a := &api{svc: d.Service, idem: d.Idempotency, log: d.Logger}
+	if d.Service != nil {
+		// The issuer's origin is identity's public one; an issuer that is
+		// not a bare http(s) URL leaves none, and every cookie-borne
+		// state change then needs Sec-Fetch-Site: same-origin.
+		if u, err := url.Parse(d.Service.Issuer()); err == nil {
+			a.origin, _ = originOf(u.Scheme + "://" + u.Host)
+		}
+	}
 	if d.Ready == nil {
 		// No readiness check means no dependency to check: answer as a
 		// service without a database does, rather than fail the probe.
@@ -48,7 +57,7 @@ func NewHandler(d Deps) http.Handler {
 func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /.well-known/jwks.json", a.jwks)
 
-	mux.Handle("POST /v1/users", a.idempotent(anonymous, http.HandlerFunc(a.register)))
+	mux.Handle("POST /v1/users", a.idempotentPublic(http.HandlerFunc(a.register)))
 	mux.HandleFunc("POST /v1/session", a.login)
 	mux.Handle("DELETE /v1/session", a.authenticated(a.logout))
 	mux.Handle("GET /v1/me", a.authenticated(a.me))
@@ -77,24 +86,32 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.Handle("POST /v1/invitations/decline", a.authenticated(a.declineInvitation))
 }
 
-// anonymous scopes the Idempotency-Keys of public routes.
-func anonymous(*http.Request) string { return "anonymous" }
+func (a *api) idemFailure(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	httpx.WriteProblem(w, r, status, code, message, nil)
+}
 
-// idempotent makes h honour Idempotency-Key with keys scoped by scope.
-func (a *api) idempotent(scope func(*http.Request) string, h http.Handler) http.Handler {
+// idempotentPublic makes h, a route without a caller, honour
+// Idempotency-Key: a record is found by key and body together, so a
+// stranger guessing the key someone will sign up with cannot spoil it.
+func (a *api) idempotentPublic(h http.Handler) http.Handler {
 	if a.idem == nil {
 		return h
 	}
-	return a.idem.Wrap(scope, func(w http.ResponseWriter, r *http.Request, status int, code, message string) {
-		httpx.WriteProblem(w, r, status, code, message, nil)
-	}, h)
+	return a.idem.WrapPublic(a.idemFailure, h)
 }
 
-// idempotentFor is idempotent for an authenticated handler: keys are
-// scoped to the caller.
+// idempotentFor makes an authenticated handler honour Idempotency-Key
+// with records scoped to the caller. It runs inside authenticated or
+// member, which check the token, the session and the role on every
+// request, replays included: a record replays only to the user who made
+// it while they may still make the request, and nothing is read or written
+// for a caller who may not.
 func (a *api) idempotentFor(h principalHandler) principalHandler {
+	if a.idem == nil {
+		return h
+	}
 	return func(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 		inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, p) })
-		a.idempotent(func(*http.Request) string { return "user:" + p.User.ID }, inner).ServeHTTP(w, r)
+		a.idem.Wrap(func(*http.Request) string { return "user:" + p.User.ID }, a.idemFailure, inner).ServeHTTP(w, r)
 	}
 }

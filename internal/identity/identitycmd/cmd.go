@@ -165,7 +165,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		}
 		go ring.Run(ctx, cfg.KeyRefresh, logger)
 		deps.Service = svc
-		deps.Idempotency = idempotency.New(db)
+		deps.Idempotency = idempotency.New(db, cfg.MasterKey)
 		go purgeIdempotency(ctx, deps.Idempotency, logger)
 		deps.Ready = func(ctx context.Context) httpx.Readiness {
 			if err := db.Ready(ctx); err != nil {

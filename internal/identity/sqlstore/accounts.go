@@ -87,6 +87,16 @@ func (s *Store) RenameAccount(ctx context.Context, accountID, name, by string) (
 		if err != nil {
 			return err
 		}
+		// The rule creating applies: a name whose handle another account
+		// holds is taken, although renaming keeps this account's slug.
+		var taken int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM accounts WHERE slug = $1 AND id <> $2`,
+			identity.Slugify(name, identity.SlugMax), accountID).Scan(&taken); err != nil {
+			return err
+		}
+		if taken > 0 {
+			return identity.ErrSlugTaken
+		}
 		a, err = scanAccount(tx.QueryRow(ctx, `
 			UPDATE accounts SET name = $2, updated_at = $3 WHERE id = $1
 			RETURNING id, name, slug, personal, created_at, updated_at`, accountID, name, tx.Now))
