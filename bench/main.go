@@ -34,7 +34,6 @@ import (
 	"fortio.org/log"
 
 	"github.com/platformco/platform/internal/gateway"
-	"github.com/platformco/platform/internal/gctune"
 	"github.com/platformco/platform/internal/identity"
 )
 
@@ -321,7 +320,6 @@ func serveProxy() error {
 	if err != nil || upstream.Host == "" {
 		return fmt.Errorf("BENCH_PROXY_UPSTREAM: want an http URL, got %q", os.Getenv("BENCH_PROXY_UPSTREAM"))
 	}
-	gctune.Apply(os.Getenv) // the services' collector settings, as the gateway runs with
 	return serveUntilSignal(&httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(upstream) },
 		Transport: gateway.NewHTTPTransport(),

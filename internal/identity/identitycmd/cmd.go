@@ -3,7 +3,6 @@
 package identitycmd
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,10 +40,6 @@ type Config struct {
 	KeyRefresh time.Duration
 	// DebugAddr (DEBUG_ADDR, loopback only) serves the profiling endpoints.
 	DebugAddr string
-	// HashingProcs raises GOMAXPROCS by the hashes that may run while
-	// requests are served, for as long as they do (see hashingProcs).
-	// LoadConfig sets it unless the environment sets GOMAXPROCS.
-	HashingProcs bool
 }
 
 // LoadConfig reads and validates the configuration; the error names the
@@ -61,7 +56,6 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		EventsURL:        r.String("EVENTS_URL", ""),
 		KeyRefresh:       500 * time.Millisecond,
 		DebugAddr:        r.LoopbackAddr("DEBUG_ADDR"),
-		HashingProcs:     getenv("GOMAXPROCS") == "",
 	}
 	c.Issuer = r.String("IDENTITY_ISSUER", "http://localhost:"+strconv.Itoa(c.Port))
 	if c.DatabaseURL != "" {
@@ -194,10 +188,7 @@ func newService(ctx context.Context, cfg Config, db *sqldb.DB) (*identity.Servic
 	if err := ring.Refresh(ctx); err != nil {
 		return nil, nil, fmt.Errorf("signing keys: %w", err)
 	}
-	hasher := identity.NewHasher(identity.DefaultHashParams, cmp.Or(cfg.HashConcurrency, startProcs))
-	if cfg.HashingProcs {
-		hasher.OnContention(func(contended bool) { hashingProcs(contended, hasher.WhileServing()) })
-	}
+	hasher := identity.NewHasher(identity.DefaultHashParams, cfg.HashConcurrency)
 	svc := identity.NewService(store, hasher, ring, identity.Options{
 		Issuer:           cfg.Issuer,
 		SessionTTL:       cfg.SessionTTL,
