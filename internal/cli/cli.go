@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+
+	"github.com/platformco/platform/internal/httpx"
 )
 
 // Env is everything a command reads from its process.
@@ -17,13 +19,16 @@ type Env struct {
 	Stderr io.Writer
 }
 
-// Logger returns the JSON logger of service, writing to stderr.
+// Logger returns the JSON logger of service (httpx.NewLogger), writing to
+// stderr at LOG_LEVEL. Each service's Config refuses a LOG_LEVEL other than
+// debug, info, warn or error before it logs; a command without one logs at
+// info when the value does not parse.
 func (e Env) Logger(service string) *slog.Logger {
-	level := slog.LevelInfo
-	if e.Getenv("LOG_LEVEL") == "debug" {
-		level = slog.LevelDebug
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(e.Getenv("LOG_LEVEL"))); err != nil {
+		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(e.Stderr, &slog.HandlerOptions{Level: level})).With("service", service)
+	return httpx.NewLogger(e.Stderr, service, level)
 }
 
 // UsageError is a command line that cannot be run as written.
