@@ -5,106 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
-
-// proxy stands between a pool and PostgreSQL: while down it drops every
-// connection, while frozen it holds the bytes it reads (a server that
-// accepts and never answers), otherwise it forwards them.
-type proxy struct {
-	ln     net.Listener
-	target string
-	down   atomic.Bool
-	frozen atomic.Bool
-	stop   chan struct{}
-	wg     sync.WaitGroup
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target, stop: make(chan struct{})}
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Go(func() { p.serve(c) })
-		}
-	})
-	t.Cleanup(func() {
-		close(p.stop)
-		ln.Close()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) serve(c net.Conn) {
-	defer c.Close()
-	if p.down.Load() || p.target == "" {
-		if p.target == "" { // a server that never answers
-			<-p.stop
-		}
-		return
-	}
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	go func() {
-		<-p.stop
-		c.Close()
-		up.Close()
-	}()
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if err != nil {
-				break
-			}
-			if p.frozen.Load() {
-				<-p.stop
-				break
-			}
-			if _, err := dst.Write(buf[:n]); err != nil {
-				break
-			}
-		}
-		done <- struct{}{}
-	}
-	go pipe(up, c)
-	go pipe(c, up)
-	<-done
-}
-
-func (p *proxy) url(t *testing.T, dbURL string) string {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = p.ln.Addr().String()
-	return u.String()
-}
 
 const bound = 300 * time.Millisecond
 
@@ -170,8 +79,8 @@ var calls = []struct {
 // TestTimeoutServerNeverAnswers: a PostgreSQL address that accepts
 // connections and answers nothing bounds every call by DATABASE_TIMEOUT.
 func TestTimeoutServerNeverAnswers(t *testing.T) {
-	p := startProxy(t, "")
-	db, err := sqldb.New("postgres://postgres@"+p.ln.Addr().String()+"/x?sslmode=disable", sqldb.Options{Timeout: bound})
+	p := sqltest.NewProxy(t, "")
+	db, err := sqldb.New("postgres://postgres@"+p.Addr()+"/x?sslmode=disable", sqldb.Options{Timeout: bound})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,11 +97,10 @@ func TestTimeoutDatabaseHangs(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		ctx := context.Background()
 		raw := sqltest.URL(t, engine)
-		var p *proxy
+		var p *sqltest.Proxy
 		if engine == sqldb.Postgres {
-			u, _ := url.Parse(raw)
-			p = startProxy(t, u.Host)
-			raw = p.url(t, raw)
+			p = sqltest.NewProxy(t, sqltest.Target(t, raw))
+			raw = p.URL(t, raw)
 		}
 		db, err := sqldb.New(raw, sqldb.Options{Timeout: bound})
 		if err != nil {
@@ -207,7 +115,7 @@ func TestTimeoutDatabaseHangs(t *testing.T) {
 				_, err := db.Exec(ctx, `SELECT pg_sleep(10)`)
 				return err
 			})
-			p.frozen.Store(true)
+			p.Frozen.Store(true)
 			for _, c := range calls {
 				within(t, c.name, func(ctx context.Context) error { return c.call(ctx, db) })
 			}
@@ -238,10 +146,9 @@ func TestTimeoutDatabaseHangs(t *testing.T) {
 // itself once the database answers.
 func TestGateUnreachableAtStart(t *testing.T) {
 	raw := sqltest.URL(t, sqldb.Postgres)
-	u, _ := url.Parse(raw)
-	p := startProxy(t, u.Host)
-	p.down.Store(true)
-	db, err := sqldb.New(p.url(t, raw), sqldb.Options{Timeout: bound})
+	p := sqltest.NewProxy(t, sqltest.Target(t, raw))
+	p.Down.Store(true)
+	db, err := sqldb.New(p.URL(t, raw), sqldb.Options{Timeout: bound})
 	if err != nil {
 		t.Fatalf("New with the database down: %v", err)
 	}
@@ -268,7 +175,7 @@ func TestGateUnreachableAtStart(t *testing.T) {
 	if _, err := admin.Migrate(ctx, testSchema); err != nil {
 		t.Fatal(err)
 	}
-	p.down.Store(false)
+	p.Down.Store(false)
 	select {
 	case <-opened:
 	case <-time.After(10 * time.Second):

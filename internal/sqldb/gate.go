@@ -50,6 +50,29 @@ func (g *Gate) Check(ctx context.Context) error {
 	return nil
 }
 
+// Start is how a service opens its database: it checks the schema once
+// and returns Check's ErrSchemaBehind for the service to stop on. When
+// the database answers with a current schema it calls open and opens the
+// gate before returning, so the service serves every route from its first
+// request; otherwise it logs the outage and leaves Await to open the gate
+// in the background. open builds what needs the database; an error from
+// it is retried as an outage.
+func (g *Gate) Start(ctx context.Context, interval time.Duration, logger *slog.Logger, open func(context.Context) error) error {
+	err := g.Check(ctx)
+	if errors.Is(err, ErrSchemaBehind) {
+		return err
+	}
+	if err == nil {
+		if err = open(ctx); err == nil {
+			g.open.Store(true)
+			return nil
+		}
+	}
+	logger.WarnContext(ctx, "database unavailable at start; serving 503 until it answers", "err", err)
+	go g.Await(ctx, interval, logger, open)
+	return nil
+}
+
 // Await checks the schema every interval until it is current, then calls
 // open until it succeeds (building what needs the database, such as
 // loading keys), and opens the gate. It returns when the gate opens or ctx
