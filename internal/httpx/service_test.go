@@ -19,7 +19,9 @@ func envelope(w http.ResponseWriter, r *http.Request, status int, code, message 
 
 func testService() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/things/{id}", func(w http.ResponseWriter, r *http.Request) { WriteJSON(w, 200, map[string]string{"id": r.PathValue("id")}) })
+	mux.HandleFunc("GET /v1/things/{id}", func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, 200, map[string]string{"id": r.PathValue("id")})
+	})
 	mux.HandleFunc("DELETE /v1/things/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })
 	mux.HandleFunc("POST /v1/panic", func(w http.ResponseWriter, r *http.Request) { panic("boom") })
 	return Finish(mux, slog.New(slog.DiscardHandler), envelope)
@@ -94,4 +96,3 @@ func TestSwitch(t *testing.T) {
 		t.Fatalf("after Set: %d, want 200", got)
 	}
 }
-
