@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,10 +47,10 @@ func IsUsage(err error) bool {
 }
 
 // ExitCode maps a command's error to the process exit status:
-// 0 success, 2 usage error, 1 anything else.
+// 0 success (help asked for included), 2 usage error, 1 anything else.
 func ExitCode(err error) int {
 	switch {
-	case err == nil:
+	case err == nil, IsHelp(err):
 		return 0
 	case IsUsage(err):
 		return 2
@@ -66,13 +67,32 @@ func FlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// Parse parses args into fs, turning failures into usage errors.
+// Parse parses args into fs, turning failures into usage errors (their
+// usage written where fs writes) and -h or --help into a HelpError.
 func Parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return &UsageError{Msg: "usage shown"}
-		}
+	out := fs.Output()
+	var buf bytes.Buffer
+	fs.SetOutput(&buf)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return &HelpError{Text: buf.String()}
+	case err != nil:
+		_, _ = io.Copy(out, &buf)
 		return &UsageError{Msg: err.Error()}
 	}
 	return nil
+}
+
+// HelpError is help that was asked for (-h, --help): a success, whose text
+// goes to stdout.
+type HelpError struct{ Text string }
+
+func (e *HelpError) Error() string { return e.Text }
+
+// IsHelp reports whether err is help that was asked for.
+func IsHelp(err error) bool {
+	var h *HelpError
+	return errors.As(err, &h)
 }

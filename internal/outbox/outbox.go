@@ -254,8 +254,12 @@ func (p *Publisher) Run(ctx context.Context) error {
 		if !streamReady {
 			if _, err := events.EnsureStream(ctx, p.js, p.opts.Stream); err != nil {
 				errWait = nextErrWait(errWait)
-				if ctx.Err() == nil {
-					p.logger.Warn("outbox: stream not available; rows wait", "stream", p.opts.Stream.Name, "retry_in", errWait.String(), "error", err.Error())
+				switch {
+				case ctx.Err() != nil:
+				case brokerUnreachable(p.js, err):
+					p.logger.WarnContext(ctx, "outbox: the broker is unreachable; rows wait in the outbox", "retry_in", errWait.String())
+				default:
+					p.logger.WarnContext(ctx, "outbox: stream not available; rows wait in the outbox", "stream", p.opts.Stream.Name, "retry_in", errWait.String(), "err", err.Error())
 				}
 				sleep(ctx, errWait)
 				continue
@@ -296,6 +300,17 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// brokerUnreachable reports whether err comes from having no connection
+// to NATS: a request made while disconnected fails with nats' "outbound
+// buffer limit exceeded" (the client buffers nothing), which says nothing
+// useful to an operator.
+func brokerUnreachable(js jetstream.JetStream, err error) bool {
+	if errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrConnectionClosed) {
+		return true
+	}
+	return js.Conn() != nil && !js.Conn().IsConnected()
 }
 
 func nextErrWait(d time.Duration) time.Duration {

@@ -37,6 +37,22 @@ func TestCheckOK(t *testing.T) {
 	}
 }
 
+// TestCheckOutsideTheRepository: without --dir the check runs on the
+// schemas built into the binary, wherever it is run from.
+func TestCheckOutsideTheRepository(t *testing.T) {
+	t.Chdir(t.TempDir())
+	env, out, errOut := testEnv(nil)
+	if err := Run(context.Background(), []string{"check"}, env); err != nil {
+		t.Fatalf("check outside the repository: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(out.String(), "events check: ok: 8 declared types agree with the schemas built into this binary") {
+		t.Errorf("stdout %q", out)
+	}
+	if err := Run(context.Background(), []string{"check", "--dir", "."}, env); err == nil {
+		t.Error("check --dir on a directory without schemas succeeded")
+	}
+}
+
 func TestCheckNamesEachDisagreement(t *testing.T) {
 	src, err := events.LocateSchemas(".")
 	if err != nil {
