@@ -225,7 +225,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 			<-slots
 			if err != nil {
 				p.logger.Error("outbox: batch not marked; its rows are published again when the lease ends",
-					"rows", len(b.rows), "lease", p.opts.Lease.String(), "error", err.Error())
+					"rows", len(b.rows), "lease", p.opts.Lease.String(), "err", err.Error())
 				continue
 			}
 			if res.failed > 0 {
@@ -287,7 +287,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 			if err != nil && ctx.Err() == nil {
 				errWait = nextErrWait(errWait)
 				wait = errWait
-				p.logger.Error("outbox: claim failed", "retry_in", errWait.String(), "error", err.Error())
+				p.logger.Error("outbox: claim failed", "retry_in", errWait.String(), "err", err.Error())
 			}
 			sleep(ctx, wait)
 			continue
@@ -621,7 +621,7 @@ func (p *Publisher) recordFailure(ctx context.Context, tx *sqldb.Tx, r *claimedR
 	}
 	if park {
 		p.logger.Error("outbox: event parked; it will not be retried until an operator clears parked_at",
-			"alert", true, "event_id", r.env.ID, "type", r.env.Type, "attempts", attempts, "error", errText)
+			"alert", true, "event_id", r.env.ID, "type", r.env.Type, "attempts", attempts, "err", errText)
 	}
 	return park, nil
 }

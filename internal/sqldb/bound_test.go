@@ -122,7 +122,7 @@ func TestTimeoutDatabaseHangs(t *testing.T) {
 			return
 		}
 		// Another process holds SQLite's write lock.
-		other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(raw, "sqlite:")+"?_txlock=immediate")
+		other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(raw, "sqlite:")+"?_txlock=immediate&_pragma=busy_timeout(10000)")
 		if err != nil {
 			t.Fatal(err)
 		}

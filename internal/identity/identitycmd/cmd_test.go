@@ -139,16 +139,7 @@ func TestServeDatabaseDownAtStart(t *testing.T) {
 		t.Errorf("POST /v1/session: %d %s, want 503 unavailable", code, body)
 	}
 	p.Down.Store(false)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if code, _ := call(t, "GET", base+"/readyz", ""); code == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("identity did not become ready after the database came up")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitReady(t, base)
 	if code, body := call(t, "GET", base+"/.well-known/jwks.json", ""); code != 200 {
 		t.Errorf("key set once the database is up: %d %s", code, body)
 	}
@@ -170,7 +161,7 @@ func TestServeDatabaseHangs(t *testing.T) {
 		} else {
 			base = serve(t, url, url, timeout)
 			freeze = func() {
-				other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(url, "sqlite:")+"?_txlock=immediate")
+				other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(url, "sqlite:")+"?_txlock=immediate&_pragma=busy_timeout(10000)")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -181,6 +172,7 @@ func TestServeDatabaseHangs(t *testing.T) {
 				t.Cleanup(func() { tx.Rollback(); other.Close() })
 			}
 		}
+		waitReady(t, base)
 		freeze()
 		start := time.Now()
 		code, body := call(t, "POST", base+"/v1/users", `{"email":"new@example.com","password":"correct horse battery","display_name":"N"}`)
@@ -191,4 +183,19 @@ func TestServeDatabaseHangs(t *testing.T) {
 			t.Errorf("took %v with DATABASE_TIMEOUT %v", took, timeout)
 		}
 	})
+}
+
+// waitReady polls /readyz until it answers 200.
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if code, _ := call(t, "GET", base+"/readyz", ""); code == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("identity did not become ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
