@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -259,7 +258,7 @@ Make a registered user staff (an operator who can grant entitlements):
   DATABASE_URL=sqlite:%[6]s/identity.db go run ./cmd/platform identity staff add you@example.com
 
 `, host, gatewayPort, identityPort, boxPort, natsURL, rel)
-	slog.New(slog.NewJSONHandler(env.Stderr, nil)).Info("platform dev started", "data", dir)
+	env.Logger("dev").Info("platform dev started", "data", dir)
 }
 
 type devNull struct{}
