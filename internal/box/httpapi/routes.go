@@ -27,13 +27,16 @@ type Deps struct {
 	// Idempotency makes the creating POSTs honour Idempotency-Key; nil
 	// ignores the header.
 	Idempotency *idempotency.Store
-	// Ready answers /readyz.
+	// Ready answers /readyz; nil answers as a service without a database.
 	Ready  func(context.Context) httpx.Readiness
 	Logger *slog.Logger
 }
 
 // NewServer returns box's HTTP handler.
 func NewServer(d Deps) http.Handler {
+	if d.Ready == nil {
+		d.Ready = httpx.NoDatabase
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpx.Healthz())
 	mux.Handle("GET /readyz", httpx.Readyz(d.Ready))

@@ -34,9 +34,7 @@ type Deps struct {
 func NewServer(d Deps) http.Handler {
 	a := &api{svc: d.Service, idem: d.Idempotency, log: d.Logger}
 	if d.Ready == nil {
-		d.Ready = func(context.Context) httpx.Readiness {
-			return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
-		}
+		d.Ready = httpx.NoDatabase
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpx.Healthz())
