@@ -3,6 +3,8 @@ package devcmd
 import (
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/platformco/platform/internal/cli"
@@ -72,5 +74,25 @@ func TestReachAt(t *testing.T) {
 		if dial, named := reachAt(tt.listen); dial != tt.dial || named != tt.named {
 			t.Errorf("reachAt(%q) = %q, %q, want %q, %q", tt.listen, dial, named, tt.dial, tt.named)
 		}
+	}
+}
+
+// TestMasterKeyPrivate: the generated master key is readable by its owner
+// only, in a data directory that already exists.
+func TestMasterKeyPrivate(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, masterKeyFile)
+	if _, err := loadOrCreateMasterKey(path); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Mode().Perm(); got != 0o600 {
+		t.Errorf("%s mode %v, want -rw-------", masterKeyFile, got)
 	}
 }
