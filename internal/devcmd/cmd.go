@@ -252,7 +252,6 @@ func printBanner(env cli.Env, dir, natsURL, host string) {
   events    %[5]s   (stream PLATFORM_EVENTS)
   data      %[6]s
 
-
 Make a registered user staff (an operator who can grant entitlements):
 
   DATABASE_URL=sqlite:%[6]s/identity.db go run ./cmd/platform identity staff add you@example.com
