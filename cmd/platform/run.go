@@ -38,6 +38,10 @@ commands:
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	env := cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr}
 	err := dispatch(ctx, args, env)
+	if cli.IsHelp(err) {
+		fmt.Fprint(stdout, err.Error())
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "platform:", err)
 		if cli.IsUsage(err) {

@@ -54,21 +54,6 @@ func TestAuthorize(t *testing.T) {
 	}
 }
 
-func TestIsUUID(t *testing.T) {
-	for s, want := range map[string]bool{
-		"aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa":   true,
-		"AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA":   true,
-		"aaaaaaaaaaaa4aaa8aaaaaaaaaaaaaaa":       false,
-		"{aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa}": false,
-		"gaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa":   false,
-		"":                                       false,
-	} {
-		if IsUUID(s) != want {
-			t.Errorf("IsUUID(%q) = %v, want %v", s, !want, want)
-		}
-	}
-}
-
 func TestCursorRoundTrip(t *testing.T) {
 	var p problems
 	if got := p.cursor(encodeCursor(12345)); got != 12345 || p.err() != nil {

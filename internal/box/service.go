@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/platformco/platform/internal/ids"
 	"io"
 	"strconv"
 	"time"
@@ -79,10 +80,10 @@ func (s *Service) Member(ctx context.Context, token, accountID string) (Member, 
 	if token == "" {
 		return Member{}, unauthenticated()
 	}
-	if !IsUUID(accountID) {
+	id, ok := ids.Parse(accountID)
+	if !ok {
 		return Member{}, notFound()
 	}
-	id := toLower(accountID)
 	role, err := s.identity.AccountRole(ctx, token, id)
 	if err != nil {
 		return Member{}, err
@@ -101,16 +102,6 @@ func (s *Service) MemberUser(ctx context.Context, token, accountID string) (Memb
 		return Member{}, err
 	}
 	return m, nil
-}
-
-func toLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // GrantInput is the body of an operator grant; nil means absent.

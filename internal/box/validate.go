@@ -3,6 +3,7 @@ package box
 import (
 	"encoding/base64"
 	"errors"
+	"github.com/platformco/platform/internal/ids"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -47,28 +48,6 @@ func (p *problems) err() error {
 // blank reports whether s is absent, empty or only white space.
 func blank(s *string) bool { return s == nil || strings.TrimSpace(*s) == "" }
 
-// IsUUID reports whether s is a UUID in its canonical 36-character form
-// (either case).
-func IsUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // accountID validates a required account id and returns it lower-cased, the
 // form identity issues, so one account is never stored under two spellings.
 func (p *problems) accountID(field string, s *string) string {
@@ -76,12 +55,12 @@ func (p *problems) accountID(field string, s *string) string {
 		p.add(field, "required", "is required")
 		return ""
 	}
-	v := strings.TrimSpace(*s)
-	if !IsUUID(v) {
+	v, ok := ids.Parse(strings.TrimSpace(*s))
+	if !ok {
 		p.add(field, "uuid", "must be a UUID")
 		return ""
 	}
-	return strings.ToLower(v)
+	return v
 }
 
 var productList = strings.Join(Products, ", ")

@@ -3,11 +3,14 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+
+	"github.com/platformco/platform/internal/httpx"
 )
 
 // Env is everything a command reads from its process.
@@ -17,13 +20,16 @@ type Env struct {
 	Stderr io.Writer
 }
 
-// Logger returns the JSON logger of service, writing to stderr.
+// Logger returns the JSON logger of service (httpx.NewLogger), writing to
+// stderr at LOG_LEVEL. Each service's Config refuses a LOG_LEVEL other than
+// debug, info, warn or error before it logs; a command without one logs at
+// info when the value does not parse.
 func (e Env) Logger(service string) *slog.Logger {
-	level := slog.LevelInfo
-	if e.Getenv("LOG_LEVEL") == "debug" {
-		level = slog.LevelDebug
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(e.Getenv("LOG_LEVEL"))); err != nil {
+		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(e.Stderr, &slog.HandlerOptions{Level: level})).With("service", service)
+	return httpx.NewLogger(e.Stderr, service, level)
 }
 
 // UsageError is a command line that cannot be run as written.
@@ -41,10 +47,10 @@ func IsUsage(err error) bool {
 }
 
 // ExitCode maps a command's error to the process exit status:
-// 0 success, 2 usage error, 1 anything else.
+// 0 success (help asked for included), 2 usage error, 1 anything else.
 func ExitCode(err error) int {
 	switch {
-	case err == nil:
+	case err == nil, IsHelp(err):
 		return 0
 	case IsUsage(err):
 		return 2
@@ -61,13 +67,32 @@ func FlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// Parse parses args into fs, turning failures into usage errors.
+// Parse parses args into fs, turning failures into usage errors (their
+// usage written where fs writes) and -h or --help into a HelpError.
 func Parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return &UsageError{Msg: "usage shown"}
-		}
+	out := fs.Output()
+	var buf bytes.Buffer
+	fs.SetOutput(&buf)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return &HelpError{Text: buf.String()}
+	case err != nil:
+		_, _ = io.Copy(out, &buf)
 		return &UsageError{Msg: err.Error()}
 	}
 	return nil
+}
+
+// HelpError is help that was asked for (-h, --help): a success, whose text
+// goes to stdout.
+type HelpError struct{ Text string }
+
+func (e *HelpError) Error() string { return e.Text }
+
+// IsHelp reports whether err is help that was asked for.
+func IsHelp(err error) bool {
+	var h *HelpError
+	return errors.As(err, &h)
 }

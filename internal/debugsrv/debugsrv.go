@@ -2,7 +2,7 @@
 // listener of their own, bound to loopback, never on a service's public
 // port: goroutine stacks and heap profiles describe the process's insides,
 // and a CPU profile costs the service while it runs. A service starts one
-// only when DEBUG_ADDR is set (config.Reader.LoopbackAddr refuses any
+// only when DEBUG_ADDR is set (config's loopback rule refuses any
 // other host).
 package debugsrv
 

@@ -10,15 +10,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
+	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/events/embeddednats"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
@@ -38,17 +39,56 @@ const masterKeyFile = "master.key"
 // service seals with its own key.
 const boxMasterKeyFile = "box-master.key"
 
-// Run runs `platform dev [--data DIR]`.
-func Run(ctx context.Context, args []string, env cli.Env) error {
+// options are the command line of `platform dev`.
+type options struct {
+	data string
+	// listen is the address the services listen on: loopback unless told
+	// otherwise, since the quick start runs with test data and a staff
+	// command anyone on the machine can use.
+	listen string
+}
+
+func parseFlags(args []string, env cli.Env) (options, error) {
+	var o options
 	flags := cli.FlagSet("dev", env.Stderr)
-	dataDir := flags.String("data", "data", "directory for the SQLite files, the NATS store and the master key")
+	flags.StringVar(&o.data, "data", "data", "directory for the SQLite files, the NATS store and the master key")
+	flags.StringVar(&o.listen, "listen", "127.0.0.1", "address the services listen on (0.0.0.0 for every interface)")
 	if err := cli.Parse(flags, args); err != nil {
-		return err
+		return o, err
 	}
 	if flags.NArg() > 0 {
-		return cli.Usagef("dev: unexpected argument %q", flags.Arg(0))
+		return o, cli.Usagef("dev: unexpected argument %q", flags.Arg(0))
 	}
-	dir, err := filepath.Abs(*dataDir)
+	if strings.Contains(o.listen, ":") && net.ParseIP(o.listen) == nil {
+		return o, cli.Usagef("dev: --listen takes an address without a port, such as 127.0.0.1 or 0.0.0.0; got %q", o.listen)
+	}
+	return o, nil
+}
+
+// listenAll listens on host at each port, closing them all on a failure,
+// so a port in use is reported before anything starts.
+func listenAll(host string, ports []int) (map[int]net.Listener, error) {
+	listeners := map[int]net.Listener{}
+	for _, port := range ports {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			return nil, fmt.Errorf("port %d is in use (is another `platform dev` running?): %w", port, err)
+		}
+		listeners[port] = ln
+	}
+	return listeners, nil
+}
+
+// Run runs `platform dev [--data DIR] [--listen ADDR]`.
+func Run(ctx context.Context, args []string, env cli.Env) error {
+	opts, err := parseFlags(args, env)
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(opts.data)
 	if err != nil {
 		return err
 	}
@@ -64,17 +104,9 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return err
 	}
 
-	// Listen first, so a port in use is reported before anything starts.
-	listeners := map[int]net.Listener{}
-	for _, port := range []int{gatewayPort, identityPort, boxPort} {
-		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
-		if err != nil {
-			for _, l := range listeners {
-				l.Close()
-			}
-			return fmt.Errorf("port %d is in use (is another `platform dev` running?): %w", port, err)
-		}
-		listeners[port] = ln
+	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort})
+	if err != nil {
+		return err
 	}
 
 	natsURL, stopNATS, err := embeddednats.Start(ctx, dir)
@@ -93,33 +125,34 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return fmt.Errorf("box migrations: %w", err)
 	}
 
-	identityURL := fmt.Sprintf("http://127.0.0.1:%d", identityPort)
-	issuer := fmt.Sprintf("http://localhost:%d", identityPort)
-	idCfg, err := identitycmd.LoadConfig(only(env, map[string]string{
+	dial, named := reachAt(opts.listen)
+	identityURL := fmt.Sprintf("http://%s:%d", dial, identityPort)
+	issuer := fmt.Sprintf("http://%s:%d", named, identityPort)
+	var idCfg identitycmd.Config
+	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":                fmt.Sprint(identityPort),
 		"DATABASE_URL":        identityDB,
 		"IDENTITY_MASTER_KEY": masterKey,
 		"IDENTITY_ISSUER":     issuer,
 		"EVENTS_URL":          natsURL,
-	}))
-	if err != nil {
+	}), &idCfg); err != nil {
 		return err
 	}
-	boxCfg, err := boxcmd.LoadConfig(only(env, map[string]string{
+	var boxCfg boxcmd.Config
+	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":             fmt.Sprint(boxPort),
 		"DATABASE_URL":     boxDB,
 		"BOX_IDENTITY_URL": identityURL,
 		"EVENTS_URL":       natsURL,
 		"BOX_MASTER_KEY":   boxMasterKey,
-	}))
-	if err != nil {
+	}), &boxCfg); err != nil {
 		return err
 	}
 	gwCfg, err := gatewaycmd.LoadConfig(only(env, map[string]string{
 		"PORT":            fmt.Sprint(gatewayPort),
 		"IDENTITY_URL":    identityURL,
 		"IDENTITY_ISSUER": issuer,
-		"BOX_URL":         fmt.Sprintf("http://127.0.0.1:%d", boxPort),
+		"BOX_URL":         fmt.Sprintf("http://%s:%d", dial, boxPort),
 	}))
 	if err != nil {
 		return err
@@ -150,22 +183,33 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	serve("box", func() error { return boxcmd.Serve(ctx, boxCfg, env.Logger("box"), listeners[boxPort]) })
 	serve("gateway", func() error { return gatewaycmd.Serve(ctx, gwCfg, env.Logger("gateway"), listeners[gatewayPort]) })
 
-	printBanner(env, dir, natsURL)
+	printBanner(env, dir, natsURL, named)
 	wg.Wait()
 	return firstErr
 }
 
+// reachAt is how the services reach each other (dial) and how the banner
+// and the issuer name them (named), given the address they listen on.
+func reachAt(listen string) (dial, named string) {
+	ip := net.ParseIP(listen)
+	if listen == "localhost" || ip != nil && (ip.IsLoopback() || ip.IsUnspecified()) {
+		return "127.0.0.1", "localhost"
+	}
+	if ip != nil && ip.To4() == nil {
+		listen = "[" + listen + "]"
+	}
+	return listen, listen
+}
+
 // only is the environment of one embedded service: the given variables,
-// plus LOG_LEVEL and GOMAXPROCS from the real one (GOMAXPROCS is the
-// process's, and identity must see that it is set to leave it alone).
-// Nothing else leaks in, so a DATABASE_URL in the shell cannot point the
-// quick start elsewhere.
+// plus LOG_LEVEL from the real one. Nothing else leaks in, so a
+// DATABASE_URL in the shell cannot point the quick start elsewhere.
 func only(env cli.Env, vars map[string]string) func(string) string {
 	return func(k string) string {
 		if v, ok := vars[k]; ok {
 			return v
 		}
-		if k == "LOG_LEVEL" || k == "GOMAXPROCS" {
+		if k == "LOG_LEVEL" {
 			return env.Getenv(k)
 		}
 		return ""
@@ -203,7 +247,7 @@ func loadOrCreateMasterKey(path string) (string, error) {
 	return key, f.Close()
 }
 
-func printBanner(env cli.Env, dir, natsURL string) {
+func printBanner(env cli.Env, dir, natsURL, host string) {
 	rel := dir
 	if wd, err := os.Getwd(); err == nil {
 		if r, err := filepath.Rel(wd, dir); err == nil && !strings.HasPrefix(r, "..") {
@@ -212,18 +256,18 @@ func printBanner(env cli.Env, dir, natsURL string) {
 	}
 	fmt.Fprintf(env.Stdout, `platform dev is running (Ctrl-C stops it)
 
-  gateway   http://localhost:%d   (start here)
-  identity  http://localhost:%d
-  box       http://localhost:%d
-  events    %s   (stream PLATFORM_EVENTS)
-  data      %s
+  gateway   http://%[1]s:%[2]d   (start here)
+  identity  http://%[1]s:%[3]d
+  box       http://%[1]s:%[4]d
+  events    %[5]s   (stream PLATFORM_EVENTS)
+  data      %[6]s
 
 Make a registered user staff (an operator who can grant entitlements):
 
-  DATABASE_URL=sqlite:%s/identity.db go run ./cmd/platform identity staff add you@example.com
+  DATABASE_URL=sqlite:%[6]s/identity.db go run ./cmd/platform identity staff add you@example.com
 
-`, gatewayPort, identityPort, boxPort, natsURL, rel, rel)
-	slog.New(slog.NewJSONHandler(env.Stderr, nil)).Info("platform dev started", "data", dir)
+`, host, gatewayPort, identityPort, boxPort, natsURL, rel)
+	env.Logger("dev").Info("platform dev started", "data", dir)
 }
 
 type devNull struct{}

@@ -1,11 +1,13 @@
 package devcmd
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/platformco/platform/internal/box/boxcmd"
+	"github.com/platformco/platform/internal/config"
 )
 
 // TestBoxMasterKeyIsGeneratedOnce: platform dev gives box a key of its own
@@ -33,9 +35,10 @@ func TestBoxMasterKeyIsGeneratedOnce(t *testing.T) {
 	if err != nil || identityKey == key {
 		t.Errorf("identity's key = %q, %v; want a key of its own", identityKey, err)
 	}
-	cfg, err := boxcmd.LoadConfig(func(k string) string {
+	var cfg boxcmd.Config
+	err = config.Load(context.Background(), func(k string) string {
 		return map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "box.db"), "BOX_MASTER_KEY": key}[k]
-	})
+	}, &cfg)
 	if err != nil || len(cfg.MasterKey) != 32 {
 		t.Errorf("box config with the generated key = %d-byte key, %v; want 32 bytes", len(cfg.MasterKey), err)
 	}

@@ -27,7 +27,7 @@ func Connect(eventsURL, name string, logger *slog.Logger) (*nats.Conn, error) {
 		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
-				logger.Warn("events: disconnected from NATS", "error", err.Error())
+				logger.Warn("events: disconnected from NATS", "err", err.Error())
 			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {

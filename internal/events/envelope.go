@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/platformco/platform/internal/ids"
 	"io"
 	"strings"
 	"time"
@@ -248,7 +249,7 @@ func (e Envelope) Validate() error {
 	if e.SpecVersion != SpecVersion {
 		return envErr("specversion", "must be %q, got %q", SpecVersion, e.SpecVersion)
 	}
-	if !IsUUID(e.ID) {
+	if !ids.Valid(e.ID) {
 		return envErr("id", "must be a bare lower-case UUID, got %q", e.ID)
 	}
 	t, err := ParseType(e.Type)
@@ -268,29 +269,6 @@ func (e Envelope) Validate() error {
 		return envErr("data", "must be a JSON object")
 	}
 	return nil
-}
-
-// IsUUID reports whether s is a bare UUID in canonical lower-case form, the
-// one spelling of an identifier on the platform (no prefix, braces or URN):
-// 36 characters, lower-case hex digits in groups of 8, 4, 4, 4 and 12.
-func IsUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // maxSubject bounds a subject; a third party's id longer than this is not an id.

@@ -205,27 +205,6 @@ func TestMarshalRefusesInvalidData(t *testing.T) {
 	}
 }
 
-func TestIsUUID(t *testing.T) {
-	for s, want := range map[string]bool{
-		"0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f405162":          true,
-		"0B7E2A4C-6F1D-4C5E-9A8B-1D2E3F405162":          false, // upper case
-		"0b7e2a4c6f1d4c5e9a8b1d2e3f405162":              false, // no dashes
-		"{0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f405162}":        false,
-		"urn:uuid:0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f405162": false,
-		"0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f40516":           false, // short
-		"0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f4051620":         false, // long
-		"0b7e2a4c-6f1d-4c5e-9a8b_1d2e3f405162":          false,
-		"0b7e2a4c-6f1d-4c5e-9a8g-1d2e3f405162":          false, // not hex
-		"0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f40516\n":         false,
-		"":                                              false,
-		"------------------------------------":          false,
-	} {
-		if got := IsUUID(s); got != want {
-			t.Errorf("IsUUID(%q) = %v, want %v", s, got, want)
-		}
-	}
-}
-
 // BenchmarkMarshalJSON is the envelope encoding every outbox row goes
 // through on its way to the broker.
 func BenchmarkMarshalJSON(b *testing.B) {

@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"github.com/platformco/platform/internal/ids"
 	"slices"
 	"strings"
 )
@@ -144,7 +145,7 @@ func (k SubjectKind) Check(subject string) error {
 	}
 	switch k {
 	case SubjectUUID:
-		if !IsUUID(subject) {
+		if !ids.Valid(subject) {
 			return fmt.Errorf("must be a bare lower-case UUID, got %q", subject)
 		}
 	case SubjectPlatform:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/platformco/platform/internal/ids"
 	"io/fs"
 	"regexp"
 	"sort"
@@ -23,7 +24,7 @@ func newCompiler() *jsonschema.Compiler {
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
 	c.RegisterFormat(&jsonschema.Format{Name: "uuid", Validate: func(v any) error {
-		if s, ok := v.(string); ok && !IsUUID(s) {
+		if s, ok := v.(string); ok && !ids.Valid(s) {
 			return errors.New("not a bare lower-case UUID")
 		}
 		return nil

@@ -45,7 +45,8 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // Observe starts the request's trace context, logs one line per request
-// (method, path, status, duration, trace id; never headers, query strings or
+// (method, path, status, duration, and through the logger the trace id;
+// never headers, query strings or
 // bodies, which may carry secrets) and turns a handler panic into a logged
 // 500 written by internal.
 func Observe(logger *slog.Logger, internal http.HandlerFunc) Middleware {
@@ -60,8 +61,8 @@ func Observe(logger *slog.Logger, internal http.HandlerFunc) Middleware {
 					if p == http.ErrAbortHandler {
 						panic(p)
 					}
-					logger.Error("panic serving request", "panic", p, "stack", string(debug.Stack()),
-						"method", r.Method, "path", r.URL.Path, "trace_id", trace.TraceID)
+					logger.ErrorContext(r.Context(), "panic serving request", "panic", p, "stack", string(debug.Stack()),
+						"method", r.Method, "path", r.URL.Path)
 					if rec.status == 0 {
 						internal(rec, r)
 					}
@@ -76,7 +77,6 @@ func Observe(logger *slog.Logger, internal http.HandlerFunc) Middleware {
 					slog.Int("status", status),
 					slog.Int("bytes", rec.bytes),
 					slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-					slog.String("trace_id", trace.TraceID),
 					slog.String("span_id", trace.SpanID),
 				)
 			}()

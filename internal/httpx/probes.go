@@ -3,6 +3,8 @@ package httpx
 import (
 	"context"
 	"net/http"
+
+	"github.com/platformco/platform/internal/sqldb"
 )
 
 // Healthz answers liveness: 200 whenever the process can dispatch.
@@ -30,4 +32,27 @@ func Readyz(check func(ctx context.Context) Readiness) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		WriteJSON(w, status, res.Body)
 	})
+}
+
+// NoDatabase answers readiness for a service run without DATABASE_URL.
+func NoDatabase(context.Context) Readiness {
+	return Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
+}
+
+// DatabaseReadiness answers readiness from a service's database gate:
+// {"status":"ok","deps":ENGINE} once the gate is open and the database
+// answers within two seconds; otherwise 503 {"status":"unavailable",
+// "deps":ENGINE}, with "migrations":"pending" while the schema is behind.
+func DatabaseReadiness(g *sqldb.Gate, engine sqldb.Engine) func(context.Context) Readiness {
+	deps := string(engine)
+	return func(ctx context.Context) Readiness {
+		switch g.Status(ctx) {
+		case "ok":
+			return Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": deps}}
+		case "migrations_pending":
+			return Readiness{Body: map[string]string{"status": "unavailable", "deps": deps, "migrations": "pending"}}
+		default:
+			return Readiness{Body: map[string]string{"status": "unavailable", "deps": deps}}
+		}
+	}
 }

@@ -15,6 +15,9 @@ const ShutdownGrace = 20 * time.Second
 
 // NewServer returns an http.Server with the platform's timeouts: slow
 // headers are cut after 5 s, idle keep-alive connections after 2 minutes.
+// It reads header blocks well past MaxHeaderBytes so that the handler
+// (Finish), not net/http's text/plain page, refuses them in the service's
+// envelope.
 func NewServer(h http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
@@ -22,7 +25,7 @@ func NewServer(h http.Handler, logger *slog.Logger) *http.Server {
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    serverHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"github.com/platformco/platform/internal/ids"
 	"strings"
 
 	"github.com/platformco/platform/internal/errs"
@@ -97,7 +98,7 @@ func (s *Service) ChangeRole(ctx context.Context, p Principal, userID string, ro
 	if !role.Valid() {
 		return Membership{}, &errs.Error{Code: CodeValidation, Message: "role must be owner, admin or member", Fields: []errs.FieldError{{Field: "role", Code: RuleInvalid}}}
 	}
-	if !validUUID(userID) {
+	if !ids.Valid(userID) {
 		return Membership{}, ErrMemberNotFound
 	}
 	return s.store.ChangeRole(ctx, p.Account.ID, userID, role, p.User.ID)
@@ -118,7 +119,7 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, userID string) 
 	if err := Authorize(p, MinRoleRemove); err != nil {
 		return err
 	}
-	if !validUUID(userID) {
+	if !ids.Valid(userID) {
 		return ErrMemberNotFound
 	}
 	return s.store.RemoveMember(ctx, p.Account.ID, userID, p.User.ID)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/ids"
 )
 
 // ListInvitations returns a page of the principal's account's open
@@ -23,7 +24,7 @@ func (s *Service) RevokeInvitation(ctx context.Context, p Principal, invitationI
 	if err := Authorize(p, MinRoleInvite); err != nil {
 		return err
 	}
-	if !validUUID(invitationID) {
+	if !ids.Valid(invitationID) {
 		return ErrInvitationNotFound
 	}
 	return s.store.RevokeInvitation(ctx, p.Account.ID, invitationID, p.User.ID)
@@ -36,7 +37,7 @@ func (s *Service) ResendInvitation(ctx context.Context, p Principal, invitationI
 	if err := Authorize(p, MinRoleInvite); err != nil {
 		return Invitation{}, err
 	}
-	if !validUUID(invitationID) {
+	if !ids.Valid(invitationID) {
 		return Invitation{}, ErrInvitationNotFound
 	}
 	token, digest := newToken()

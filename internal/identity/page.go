@@ -2,6 +2,7 @@ package identity
 
 import (
 	"encoding/base64"
+	"github.com/platformco/platform/internal/ids"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +43,7 @@ func decodeCursor(s string) (*Cursor, bool) {
 	}
 	micros, id, ok := strings.Cut(string(b), ".")
 	n, err := strconv.ParseInt(micros, 10, 64)
-	if !ok || err != nil || !validUUID(id) {
+	if !ok || err != nil || !ids.Valid(id) {
 		return nil, false
 	}
 	return &Cursor{At: time.UnixMicro(n).UTC(), ID: id}, true

@@ -7,12 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"github.com/platformco/platform/internal/ids"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/google/uuid"
 
 	"github.com/platformco/platform/internal/errs"
 )
@@ -152,10 +152,6 @@ func (s *Service) Login(ctx context.Context, email, password string) (token stri
 	return token, sess, err
 }
 
-// Serving marks a request that does no password hashing as in flight until
-// done is called, so sign-ins leave it a share of the cores (see Hasher).
-func (s *Service) Serving() (done func()) { return s.hasher.Serving() }
-
 // Authenticate resolves a bearer token to its principal: signature,
 // issuer and expiry first, then the live session in the store. With
 // accountID it also loads the caller's membership of that account.
@@ -168,10 +164,10 @@ func (s *Service) Authenticate(ctx context.Context, token, accountID string) (Pr
 	if err != nil {
 		return Principal{}, err
 	}
-	if !validUUID(c.Subject) || !validUUID(c.SID) {
+	if !ids.Valid(c.Subject) || !ids.Valid(c.SID) {
 		return Principal{}, ErrUnauthorized
 	}
-	if accountID != "" && !validUUID(accountID) {
+	if accountID != "" && !ids.Valid(accountID) {
 		accountID = "" // a malformed id names no account: the caller is not a member
 	}
 	return s.store.Authenticate(ctx, c.SID, c.Subject, accountID)
@@ -224,21 +220,6 @@ func (s *Service) SearchUsers(ctx context.Context, p Principal, query string, li
 	}
 	return s.store.SearchUsers(ctx, query, limit)
 }
-
-// validUUID accepts only the canonical, lower-case form that identity
-// issues: PostgreSQL's uuid type would match an upper-case spelling while
-// SQLite's text column would not, and both engines must answer alike.
-func validUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	u, err := uuid.Parse(s)
-	return err == nil && u.String() == s
-}
-
-// ValidID reports whether s is a well-formed id (a UUID in its usual
-// form); a malformed id in a path is answered like an unknown one.
-func ValidID(s string) bool { return validUUID(s) }
 
 // newToken returns a random token and the digest the store keeps.
 func newToken() (token, digest string) {

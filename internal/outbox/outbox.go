@@ -225,7 +225,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 			<-slots
 			if err != nil {
 				p.logger.Error("outbox: batch not marked; its rows are published again when the lease ends",
-					"rows", len(b.rows), "lease", p.opts.Lease.String(), "error", err.Error())
+					"rows", len(b.rows), "lease", p.opts.Lease.String(), "err", err.Error())
 				continue
 			}
 			if res.failed > 0 {
@@ -254,8 +254,12 @@ func (p *Publisher) Run(ctx context.Context) error {
 		if !streamReady {
 			if _, err := events.EnsureStream(ctx, p.js, p.opts.Stream); err != nil {
 				errWait = nextErrWait(errWait)
-				if ctx.Err() == nil {
-					p.logger.Warn("outbox: stream not available; rows wait", "stream", p.opts.Stream.Name, "retry_in", errWait.String(), "error", err.Error())
+				switch {
+				case ctx.Err() != nil:
+				case brokerUnreachable(p.js, err):
+					p.logger.WarnContext(ctx, "outbox: the broker is unreachable; rows wait in the outbox", "retry_in", errWait.String())
+				default:
+					p.logger.WarnContext(ctx, "outbox: stream not available; rows wait in the outbox", "stream", p.opts.Stream.Name, "retry_in", errWait.String(), "err", err.Error())
 				}
 				sleep(ctx, errWait)
 				continue
@@ -283,7 +287,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 			if err != nil && ctx.Err() == nil {
 				errWait = nextErrWait(errWait)
 				wait = errWait
-				p.logger.Error("outbox: claim failed", "retry_in", errWait.String(), "error", err.Error())
+				p.logger.Error("outbox: claim failed", "retry_in", errWait.String(), "err", err.Error())
 			}
 			sleep(ctx, wait)
 			continue
@@ -296,6 +300,17 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// brokerUnreachable reports whether err comes from having no connection
+// to NATS: a request made while disconnected fails with nats' "outbound
+// buffer limit exceeded" (the client buffers nothing), which says nothing
+// useful to an operator.
+func brokerUnreachable(js jetstream.JetStream, err error) bool {
+	if errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrConnectionClosed) {
+		return true
+	}
+	return js.Conn() != nil && !js.Conn().IsConnected()
 }
 
 func nextErrWait(d time.Duration) time.Duration {
@@ -606,7 +621,7 @@ func (p *Publisher) recordFailure(ctx context.Context, tx *sqldb.Tx, r *claimedR
 	}
 	if park {
 		p.logger.Error("outbox: event parked; it will not be retried until an operator clears parked_at",
-			"alert", true, "event_id", r.env.ID, "type", r.env.Type, "attempts", attempts, "error", errText)
+			"alert", true, "event_id", r.env.ID, "type", r.env.Type, "attempts", attempts, "err", errText)
 	}
 	return park, nil
 }

@@ -11,15 +11,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/jackc/pgx/v5/stdlib"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -50,9 +54,10 @@ type DB struct {
 
 	// stmts caches SQLite's prepared statements (see stmtCache).
 	stmts *stmtCache
-	// writes queues single-statement writes (see Write), reads single-row
-	// reads on PostgreSQL (see ReadRow).
-	writes, reads *group
+	// writes queues single-statement writes (see Write).
+	writes *group
+	// timeout bounds each call's database work (see Options).
+	timeout time.Duration
 	// ckpt checkpoints SQLite's write-ahead log (see checkpointer).
 	ckpt *checkpointer
 }
@@ -100,21 +105,42 @@ func sqliteDSN(path string) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-// Open connects to rawURL and checks that the database answers.
-func Open(ctx context.Context, rawURL string) (*DB, error) {
+// DefaultTimeout is DATABASE_TIMEOUT's default: the bound of every call's
+// database work in a service.
+const DefaultTimeout = 5 * time.Second
+
+// Options are a pool's settings beyond its URL.
+type Options struct {
+	// Timeout bounds each call's database work (DATABASE_TIMEOUT): every
+	// call runs under a context deadline this far away and, on PostgreSQL,
+	// every statement under the same statement_timeout, so a database that
+	// hangs costs a request a 503 rather than a hung connection. Zero
+	// leaves calls unbounded, as the migrate and operator commands want.
+	Timeout time.Duration
+}
+
+// New returns a pool for rawURL without connecting: a service starts even
+// when its database is down (see Gate). Only a malformed URL is an error.
+func New(rawURL string, opts Options) (*DB, error) {
 	engine, dsn, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	driver := "pgx"
-	if engine == SQLite {
-		driver = "sqlite"
-	}
-	pool, err := sql.Open(driver, dsn)
-	if err != nil {
-		return nil, err
-	}
+	var pool *sql.DB
 	if engine == Postgres {
+		cfg, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			return nil, errors.New("not a valid PostgreSQL URL")
+		}
+		if opts.Timeout > 0 {
+			if _, set := cfg.RuntimeParams["statement_timeout"]; !set {
+				cfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(opts.Timeout.Milliseconds(), 10)
+			}
+			if cfg.ConnectTimeout == 0 || cfg.ConnectTimeout > opts.Timeout {
+				cfg.ConnectTimeout = opts.Timeout
+			}
+		}
+		pool = stdlib.OpenDB(*cfg)
 		// A few backends per core: every commit queues on the one WAL
 		// flush anyway, and more connections only add context switches
 		// and lock convoys (grant/revoke pairs: 994/s with 32, 1,116/s
@@ -124,31 +150,62 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		pool.SetMaxIdleConns(n)
 		pool.SetConnMaxIdleTime(5 * time.Minute)
 	} else {
+		if err := createPrivate(sqlitePath(rawURL)); err != nil {
+			return nil, err
+		}
+		if pool, err = sql.Open("sqlite", dsn); err != nil {
+			return nil, err
+		}
 		// Readers run in parallel under WAL; writers queue on the busy timeout.
 		pool.SetMaxOpenConns(8)
 		pool.SetMaxIdleConns(8)
 	}
-	db := &DB{DB: pool, Engine: engine, Now: time.Now}
+	db := &DB{DB: pool, Engine: engine, Now: time.Now, timeout: opts.Timeout}
+	db.writes = &group{maxLeaders: 2, run: db.commitGroup}
 	if engine == SQLite {
 		db.writer = make(chan struct{}, 1)
 		db.stmts = &stmtCache{stmts: map[string]*sql.Stmt{}}
-	}
-	db.writes = &group{maxLeaders: 2, run: db.commitGroup}
-	if engine == SQLite {
 		db.writes.maxLeaders = 1
-	} else {
-		db.reads = &group{maxLeaders: runtime.GOMAXPROCS(0), run: db.runReads}
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := pool.PingContext(pingCtx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect to %s: %w", engine, err)
-	}
-	if engine == SQLite {
 		db.startCheckpointer()
 	}
 	return db, nil
+}
+
+// Open is New with no bound on calls, for commands (migrate, staff, keys)
+// that must reach the database before they do anything: it fails when the
+// database does not answer within DefaultTimeout.
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	db, err := New(rawURL, Options{})
+	if err != nil {
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to %s: %w", db.Engine, err)
+	}
+	return db, nil
+}
+
+// sqlitePath is the file a sqlite: DATABASE_URL names.
+func sqlitePath(rawURL string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(rawURL, "sqlite:"), "//")
+}
+
+// createPrivate creates the database file readable by its owner only
+// before SQLite opens it: it holds password hashes, sealed keys and
+// replays, and SQLite gives its -wal and -shm files the database file's
+// mode. An existing file keeps the mode its operator gave it.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // Ready reports whether the database answers within two seconds.
@@ -191,8 +248,27 @@ func (db *DB) SkipLocked() string {
 	return ""
 }
 
+// bound returns ctx under the pool's deadline and its release.
+func (db *DB) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if db.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, db.timeout)
+}
+
+// boundRead is bound for a call whose result is read after it returns (a
+// *sql.Row, *sql.Rows): the context is released by its own timer at the
+// deadline, which the reading must not outlive anyway.
+func (db *DB) boundRead(ctx context.Context) context.Context {
+	ctx, cancel := db.bound(ctx)
+	_ = cancel
+	return ctx
+}
+
 // Exec runs a statement outside a transaction.
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx, cancel := db.bound(ctx)
+	defer cancel()
 	q := db.Rebind(query)
 	if s := db.stmt(ctx, q); s != nil {
 		return s.ExecContext(ctx, args...)
@@ -202,6 +278,7 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 
 // Query runs a query outside a transaction.
 func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = db.boundRead(ctx)
 	q := db.Rebind(query)
 	if s := db.stmt(ctx, q); s != nil {
 		return s.QueryContext(ctx, args...)
@@ -211,6 +288,7 @@ func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 
 // QueryRow runs a single-row query outside a transaction.
 func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = db.boundRead(ctx)
 	q := db.Rebind(query)
 	if s := db.stmt(ctx, q); s != nil {
 		return s.QueryRowContext(ctx, args...)
@@ -222,6 +300,10 @@ func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row 
 type Tx struct {
 	tx *sql.Tx
 	db *DB
+	// deadline bounds the transaction's statements (see Options); the
+	// contexts made for them are released when InTx returns.
+	deadline time.Time
+	releases []context.CancelFunc
 
 	// Now is when the transaction began, in UTC, at microsecond precision
 	// (what PostgreSQL keeps), so both engines store identical instants.
@@ -229,8 +311,11 @@ type Tx struct {
 }
 
 // InTx runs fn in a transaction, committing when fn returns nil and rolling
-// back otherwise (or when fn panics).
+// back otherwise (or when fn panics). The whole transaction, its wait for
+// SQLite's write slot included, is one call under the pool's deadline.
 func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	ctx, cancel := db.bound(ctx)
+	defer cancel()
 	if db.writer != nil {
 		select {
 		case db.writer <- struct{}{}:
@@ -244,7 +329,11 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 		return fmt.Errorf("begin: %w", err)
 	}
 	tx := &Tx{tx: sqlTx, db: db, Now: Timestamp(db.Now())}
+	tx.deadline, _ = ctx.Deadline()
 	defer func() {
+		for _, release := range tx.releases {
+			release()
+		}
 		if p := recover(); p != nil {
 			_ = sqlTx.Rollback()
 			panic(p)
@@ -265,8 +354,20 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 // DB returns the pool the transaction belongs to, for its dialect helpers.
 func (tx *Tx) DB() *DB { return tx.db }
 
+// bound returns ctx under the transaction's deadline: a statement's
+// context is its caller's, which knows nothing of InTx's.
+func (tx *Tx) bound(ctx context.Context) context.Context {
+	if tx.deadline.IsZero() {
+		return ctx
+	}
+	ctx, cancel := context.WithDeadline(ctx, tx.deadline)
+	tx.releases = append(tx.releases, cancel)
+	return ctx
+}
+
 // Exec runs a statement in the transaction.
 func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = tx.bound(ctx)
 	q := tx.db.Rebind(query)
 	if s := tx.db.stmt(ctx, q); s != nil {
 		return tx.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
@@ -276,6 +377,7 @@ func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 
 // Query runs a query in the transaction.
 func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = tx.bound(ctx)
 	q := tx.db.Rebind(query)
 	if s := tx.db.stmt(ctx, q); s != nil {
 		return tx.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
@@ -285,6 +387,7 @@ func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 
 // QueryRow runs a single-row query in the transaction.
 func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = tx.bound(ctx)
 	q := tx.db.Rebind(query)
 	if s := tx.db.stmt(ctx, q); s != nil {
 		return tx.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
@@ -340,18 +443,23 @@ func IsRaised(err error) bool {
 }
 
 // IsUnavailable reports whether err means the database could not be
-// reached or went away (refused or reset connections, a server shutting
-// down or starting up): a dependency outage to answer with 503, not a bug
+// reached, went away (refused or reset connections, a server shutting
+// down or starting up) or did not answer in time (a call's deadline, a
+// statement timeout): a dependency outage to answer with 503, not a bug
 // to answer with 500.
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		// Class 08: connection exception; 57P01–57P03: admin or crash
 		// shutdown, cannot connect now.
-		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+		// 57014: query_canceled, which statement_timeout raises.
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" || pgErr.Code == "57014"
 	}
 	var connectErr *pgconn.ConnectError
 	var netErr *net.OpError
@@ -366,7 +474,8 @@ func IsUnavailable(err error) bool {
 	var sqErr *sqlite.Error
 	if errors.As(err, &sqErr) {
 		// The busy timeout ran out: the database is locked by a writer.
-		return sqErr.Code() == sqlite3.SQLITE_BUSY || sqErr.Code() == sqlite3.SQLITE_LOCKED
+		// An interrupt is a call's deadline ending the statement.
+		return sqErr.Code() == sqlite3.SQLITE_BUSY || sqErr.Code() == sqlite3.SQLITE_LOCKED || sqErr.Code() == sqlite3.SQLITE_INTERRUPT
 	}
 	return pgconn.SafeToRetry(err) || pgconn.Timeout(err)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/events/consumer"
+	"github.com/platformco/platform/internal/ids"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -53,7 +54,7 @@ func Handler(store *sqlstore.Store, logger *slog.Logger) consumer.Handler {
 		if err := json.NewDecoder(bytes.NewReader(e.Data)).Decode(&p); err != nil {
 			return consumer.Permanent(fmt.Errorf("%s data: %w", Type, err))
 		}
-		if !events.IsUUID(p.AccountID) {
+		if !ids.Valid(p.AccountID) {
 			return consumer.Permanent(fmt.Errorf("%s data: account_id must be a bare lower-case UUID, got %q", Type, p.AccountID))
 		}
 		if p.AccountID != e.Subject {
@@ -61,7 +62,7 @@ func Handler(store *sqlstore.Store, logger *slog.Logger) consumer.Handler {
 		}
 		actor := e.Source
 		if p.DeletedBy != nil {
-			if !events.IsUUID(*p.DeletedBy) {
+			if !ids.Valid(*p.DeletedBy) {
 				return consumer.Permanent(fmt.Errorf("%s data: deleted_by must be a bare lower-case UUID, got %q", Type, *p.DeletedBy))
 			}
 			actor = *p.DeletedBy

@@ -10,7 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
-	"sync/atomic"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/platformco/platform/internal/box"
@@ -46,30 +47,26 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		if len(args) > 1 {
 			return cli.Usagef("box serve takes no arguments")
 		}
-		cfg, err := LoadConfig(env.Getenv)
-		if err != nil {
+		var cfg Config
+		if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
 			return err
 		}
-		logger := env.Logger("box")
 		ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
 		if err != nil {
 			return fmt.Errorf("listen on port %d: %w", cfg.Port, err)
 		}
-		return Serve(ctx, cfg, logger, ln)
+		return Serve(ctx, cfg, env.Logger("box"), ln)
 	case "migrate":
 		if len(args) > 1 {
 			return cli.Usagef("box migrate takes no arguments")
 		}
-		r := config.New(env.Getenv)
-		r.Require("DATABASE_URL", "to migrate")
-		url := r.String("DATABASE_URL", "")
-		if err := r.Err(); err != nil {
+		var cfg struct {
+			DatabaseURL string `env:"DATABASE_URL, required"`
+		}
+		if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
 			return err
 		}
-		if err := validateDatabaseURL(url); err != nil {
-			return err
-		}
-		n, err := migrate(ctx, url)
+		n, err := migrate(ctx, cfg.DatabaseURL)
 		if err != nil {
 			return err
 		}
@@ -89,70 +86,46 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}
 }
 
-// Config is the entitlement service's configuration.
+// Config is the entitlement service's configuration (config.Load).
 type Config struct {
-	// Port is PORT (default 8082).
-	Port int
-	// DatabaseURL is DATABASE_URL; empty serves only the probes.
-	DatabaseURL string
-	// IdentityURL is BOX_IDENTITY_URL; empty makes every authorized call 503.
-	IdentityURL string
-	// IdentityTimeout is BOX_IDENTITY_TIMEOUT (default 2s): the bound of
-	// every identity round trip.
-	IdentityTimeout time.Duration
-	// CapabilityTTL is BOX_CAPABILITY_TTL (default 5m).
-	CapabilityTTL time.Duration
-	// DebugAddr (DEBUG_ADDR, loopback only) serves the profiling endpoints.
-	DebugAddr string
-	// EventsURL is EVENTS_URL; with DATABASE_URL, box consumes
-	// identity.account.deleted from it (events.go).
-	EventsURL string
-	// MasterKey is BOX_MASTER_KEY (base64 of exactly 32 bytes, required
-	// with DATABASE_URL): it seals stored idempotent replays.
-	MasterKey []byte
+	Port int `env:"PORT, default=8082" rule:"port"`
+	// DatabaseURL empty serves only the probes and /openapi.json.
+	DatabaseURL string `env:"DATABASE_URL"`
+	// DatabaseTimeout bounds every call's database work (sqldb.Options).
+	DatabaseTimeout time.Duration `env:"DATABASE_TIMEOUT, default=5s" rule:"positive"`
+	// IdentityURL empty makes every authorized call 503.
+	IdentityURL string `env:"BOX_IDENTITY_URL" rule:"url"`
+	// IdentityTimeout bounds every identity round trip.
+	IdentityTimeout time.Duration `env:"BOX_IDENTITY_TIMEOUT, default=2s" rule:"positive"`
+	CapabilityTTL   time.Duration `env:"BOX_CAPABILITY_TTL, default=5m" rule:"positive"`
+	// DebugAddr serves the profiling endpoints, on loopback only.
+	DebugAddr string     `env:"DEBUG_ADDR" rule:"loopback"`
+	LogLevel  slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
+	// EventsURL, with DATABASE_URL, is where box consumes
+	// identity.account.deleted (events.go).
+	EventsURL string `env:"EVENTS_URL"`
+	// MasterKey seals stored idempotent replays; required with
+	// DATABASE_URL.
+	MasterKey config.Key `env:"BOX_MASTER_KEY" rule:"key32"`
 }
 
-// LoadConfig reads and validates box's settings; an error names the
-// variable and the rule.
-func LoadConfig(getenv func(string) string) (Config, error) {
-	r := config.New(getenv)
-	cfg := Config{
-		Port:            r.Port("PORT", 8082),
-		DatabaseURL:     r.String("DATABASE_URL", ""),
-		IdentityURL:     r.URL("BOX_IDENTITY_URL"),
-		IdentityTimeout: r.Duration("BOX_IDENTITY_TIMEOUT", identityclient.DefaultTimeout),
-		CapabilityTTL:   r.Duration("BOX_CAPABILITY_TTL", box.DefaultCapabilityTTL),
-		DebugAddr:       r.LoopbackAddr("DEBUG_ADDR"),
-		EventsURL:       r.String("EVENTS_URL", ""),
-	}
-	if err := r.Err(); err != nil {
-		return Config{}, err
-	}
-	if err := validateEventsURL(cfg.EventsURL); err != nil {
-		return Config{}, err
-	}
-	if cfg.DatabaseURL != "" {
-		if err := validateDatabaseURL(cfg.DatabaseURL); err != nil {
-			return Config{}, err
+// Validate implements config.Validator.
+func (c *Config) Validate() error {
+	c.IdentityURL = strings.TrimRight(c.IdentityURL, "/")
+	if c.DatabaseURL != "" {
+		if _, _, err := sqldb.ParseURL(c.DatabaseURL); err != nil {
+			return fmt.Errorf("DATABASE_URL: %v", err)
 		}
-		r.Require("BOX_MASTER_KEY", "whenever DATABASE_URL is set")
-		cfg.MasterKey = r.Key32("BOX_MASTER_KEY")
-		if err := r.Err(); err != nil {
-			return Config{}, err
+		if len(c.MasterKey) == 0 {
+			return errors.New("BOX_MASTER_KEY: is required whenever DATABASE_URL is set (base64 of exactly 32 bytes)")
 		}
 	}
-	return cfg, nil
-}
-
-func validateDatabaseURL(u string) error {
-	if _, _, err := sqldb.ParseURL(u); err != nil {
-		return fmt.Errorf("DATABASE_URL: %v", err)
-	}
-	return nil
+	return validateEventsURL(c.EventsURL)
 }
 
 // Serve runs box on ln until ctx is done, then drains in-flight requests.
-// It does not migrate: readiness stays 503 while migrations are pending.
+// It does not migrate: it stops when the schema is behind, and while the
+// database does not answer it serves 503 until it does (sqldb.Gate).
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
 	if cfg.DebugAddr != "" {
 		_, stopDebug, err := debugsrv.Start(ctx, cfg.DebugAddr, logger)
@@ -162,73 +135,54 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		}
 		defer stopDebug()
 	}
-	readiness := func(context.Context) httpx.Readiness {
-		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
+	if cfg.DatabaseURL == "" {
+		return httpx.Serve(ctx, ln, httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase}), logger)
 	}
+	db, err := sqldb.New(cfg.DatabaseURL, sqldb.Options{Timeout: cfg.DatabaseTimeout})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer db.Close()
+	if cfg.IdentityURL == "" {
+		logger.WarnContext(ctx, "BOX_IDENTITY_URL is empty: every authorized call answers 503")
+	}
+	identity := identityclient.New(cfg.IdentityURL, cfg.IdentityTimeout, logger)
+	defer identity.Close()
+	gate := sqldb.NewGate(db, sqlstore.Migrations, "platform box migrate")
+	deps := httpapi.Deps{Logger: logger, Ready: httpx.DatabaseReadiness(gate, db.Engine), Waiting: true}
+	h := httpx.NewSwitch(httpapi.NewServer(deps))
+	// The gate may open later, from its own goroutine; stop waits for it.
 	var (
-		svc  *box.Service
-		idem *idempotency.Store
+		mu            sync.Mutex
+		stopConsumers = func() {}
 	)
-	if cfg.DatabaseURL != "" {
-		db, err := sqldb.Open(ctx, cfg.DatabaseURL)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("DATABASE_URL: %w", err)
-		}
-		defer db.Close()
-		if cfg.IdentityURL == "" {
-			logger.Warn("BOX_IDENTITY_URL is empty: every authorized call answers 503")
-		}
-		identity := identityclient.New(cfg.IdentityURL, cfg.IdentityTimeout, logger)
-		defer identity.Close()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopConsumers()
+	}()
+	err = gate.Start(ctx, time.Second, logger, func(ctx context.Context) error {
 		store := sqlstore.New(db)
 		if cfg.EventsURL != "" {
 			stop, err := startConsumers(ctx, db, store, cfg.EventsURL, logger)
 			if err != nil {
-				ln.Close()
 				return err
 			}
-			defer stop()
+			mu.Lock()
+			stopConsumers = stop
+			mu.Unlock()
 		}
-		svc = box.NewService(store, identity, cfg.CapabilityTTL)
-		idem = idempotency.New(db, cfg.MasterKey)
-		readiness = databaseReadiness(db, logger)
+		deps.Service = box.NewService(store, identity, cfg.CapabilityTTL)
+		deps.Idempotency = idempotency.New(db, cfg.MasterKey)
+		h.Set(httpapi.NewServer(deps))
+		return nil
+	})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("box: %w", err)
 	}
-	return httpx.Serve(ctx, ln, httpapi.New(svc, logger, readiness, idem), logger)
-}
-
-// databaseReadiness is ready while the database answers within two seconds
-// and its schema is current. Once migrations are found applied, they are
-// not checked again: nothing un-applies them.
-func databaseReadiness(db *sqldb.DB, logger *slog.Logger) func(context.Context) httpx.Readiness {
-	deps := string(db.Engine)
-	var migrated atomic.Bool
-	ok := httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": deps}}
-	down := httpx.Readiness{Ready: false, Body: map[string]string{"status": "unavailable", "deps": deps}}
-	return func(ctx context.Context) httpx.Readiness {
-		if err := db.Ready(ctx); err != nil {
-			logger.Warn("readiness: database does not answer", "error", err.Error())
-			return down
-		}
-		if !migrated.Load() {
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			pending, err := db.Pending(pctx, sqlstore.Migrations)
-			if err != nil || pending {
-				logger.Warn("readiness: migrations pending", "pending", pending, "error", errString(err))
-				return down
-			}
-			migrated.Store(true)
-		}
-		return ok
-	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
+	return httpx.Serve(ctx, ln, h, logger)
 }
 
 // Migrate applies box's pending migrations to databaseURL.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
+	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
@@ -23,40 +24,48 @@ func getenv(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-func TestLoadConfig(t *testing.T) {
-	cfg, err := boxcmd.LoadConfig(getenv(nil))
+func load(env map[string]string) (boxcmd.Config, error) {
+	var cfg boxcmd.Config
+	err := config.Load(context.Background(), getenv(env), &cfg)
+	return cfg, err
+}
+
+func TestConfig(t *testing.T) {
+	cfg, err := load(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Port != 8082 || cfg.IdentityTimeout != 2*time.Second || cfg.CapabilityTTL != 5*time.Minute || cfg.DatabaseURL != "" || cfg.IdentityURL != "" {
+	if cfg.Port != 8082 || cfg.IdentityTimeout != 2*time.Second || cfg.CapabilityTTL != 5*time.Minute || cfg.DatabaseURL != "" || cfg.IdentityURL != "" || cfg.DatabaseTimeout != 5*time.Second {
 		t.Errorf("defaults = %+v", cfg)
 	}
-	cfg, err = boxcmd.LoadConfig(getenv(map[string]string{
+	cfg, err = load(map[string]string{
 		"PORT": "9000", "DATABASE_URL": "sqlite:x.db", "BOX_IDENTITY_URL": "http://identity:8081/",
-		"BOX_IDENTITY_TIMEOUT": "750ms", "BOX_CAPABILITY_TTL": "90s", "BOX_MASTER_KEY": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
-	}))
-	if err != nil || cfg.Port != 9000 || cfg.IdentityURL != "http://identity:8081" || cfg.IdentityTimeout != 750*time.Millisecond || cfg.CapabilityTTL != 90*time.Second {
-		t.Errorf("LoadConfig = %+v, %v", cfg, err)
+		"BOX_IDENTITY_TIMEOUT": "750ms", "BOX_CAPABILITY_TTL": "90s", "DATABASE_TIMEOUT": "2s", "BOX_MASTER_KEY": "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
+	})
+	if err != nil || cfg.Port != 9000 || cfg.IdentityURL != "http://identity:8081" || cfg.IdentityTimeout != 750*time.Millisecond || cfg.CapabilityTTL != 90*time.Second || cfg.DatabaseTimeout != 2*time.Second {
+		t.Errorf("Load = %+v, %v", cfg, err)
 	}
 	bad := []struct{ name, value string }{
 		{"PORT", "http"},
 		{"DATABASE_URL", "mysql://x"},
+		{"DATABASE_TIMEOUT", "5"},
 		{"BOX_IDENTITY_URL", "identity:8081"},
 		{"BOX_IDENTITY_TIMEOUT", "2"},
 		{"BOX_IDENTITY_TIMEOUT", "-1s"},
 		{"BOX_CAPABILITY_TTL", "forever"},
 		{"DEBUG_ADDR", ":6060"},
+		{"LOG_LEVEL", "loud"},
 	}
 	for _, b := range bad {
-		_, err := boxcmd.LoadConfig(getenv(map[string]string{b.name: b.value}))
-		if err == nil || !strings.HasPrefix(err.Error(), b.name+":") {
-			t.Errorf("%s=%q: error %v, want one naming the variable", b.name, b.value, err)
+		_, err := load(map[string]string{b.name: b.value})
+		if err == nil || !strings.HasPrefix(err.Error(), b.name+":") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s=%q: error %v, want one line naming the variable", b.name, b.value, err)
 		}
 	}
 	// BOX_MASTER_KEY seals stored replays: required with a database, and
 	// exactly 32 bytes.
 	for _, key := range []string{"", "c2hvcnQ=", "not base64!"} {
-		_, err := boxcmd.LoadConfig(getenv(map[string]string{"DATABASE_URL": "sqlite:x.db", "BOX_MASTER_KEY": key}))
+		_, err := load(map[string]string{"DATABASE_URL": "sqlite:x.db", "BOX_MASTER_KEY": key})
 		if err == nil || !strings.HasPrefix(err.Error(), "BOX_MASTER_KEY:") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("BOX_MASTER_KEY=%q: error %v, want one line naming the variable", key, err)
 		}
@@ -108,26 +117,74 @@ func TestServeWithoutDatabase(t *testing.T) {
 	}
 }
 
+// TestServeSchemaBehind: box refuses to serve an unmigrated database, in
+// one line naming the command to run.
+func TestServeSchemaBehind(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = boxcmd.Serve(context.Background(), boxcmd.Config{DatabaseURL: sqltest.URL(t, engine), IdentityTimeout: time.Second, MasterKey: make([]byte, 32)}, slog.New(slog.DiscardHandler), ln)
+		if err == nil || !strings.Contains(err.Error(), "platform box migrate") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("Serve on an unmigrated database = %v, want one line naming `platform box migrate`", err)
+		}
+	})
+}
+
 func TestServeReadiness(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		url := sqltest.URL(t, engine)
-		base := serve(t, boxcmd.Config{DatabaseURL: url, IdentityTimeout: time.Second, MasterKey: make([]byte, 32)})
-		want := `{"deps":"` + string(engine) + `","status":"unavailable"}`
-		if code, body := get(t, base+"/readyz"); code != 503 || body != want {
-			t.Errorf("readyz before migrate: %d %s, want 503 %s", code, body, want)
-		}
 		if err := boxcmd.Migrate(context.Background(), url); err != nil {
 			t.Fatal(err)
 		}
-		want = `{"deps":"` + string(engine) + `","status":"ok"}`
+		base := serve(t, boxcmd.Config{DatabaseURL: url, IdentityTimeout: time.Second, DatabaseTimeout: time.Second, MasterKey: make([]byte, 32)})
+		want := `{"deps":"` + string(engine) + `","status":"ok"}`
 		if code, body := get(t, base+"/readyz"); code != 200 || body != want {
-			t.Errorf("readyz after migrate: %d %s, want 200 %s", code, body, want)
+			t.Errorf("readyz: %d %s, want 200 %s", code, body, want)
 		}
 		// No identity configured: authorized calls fail closed.
 		if code, body := get(t, base+"/v1/operator/entitlements"); code != 401 {
 			t.Errorf("list without token: %d %s", code, body)
 		}
 	})
+}
+
+// TestServeDatabaseDownAtStart: a database that does not answer when box
+// starts leaves it alive (healthz 200), not ready (readyz 503, routes 503
+// unavailable), until the database comes: then it serves by itself.
+func TestServeDatabaseDownAtStart(t *testing.T) {
+	url := sqltest.URL(t, sqldb.Postgres)
+	if err := boxcmd.Migrate(context.Background(), url); err != nil {
+		t.Fatal(err)
+	}
+	p := sqltest.NewProxy(t, sqltest.Target(t, url))
+	p.Down.Store(true)
+	base := serve(t, boxcmd.Config{DatabaseURL: p.URL(t, url), IdentityTimeout: time.Second, DatabaseTimeout: 500 * time.Millisecond, MasterKey: make([]byte, 32)})
+	if code, _ := get(t, base+"/healthz"); code != 200 {
+		t.Errorf("healthz with the database down: %d, want 200", code)
+	}
+	if code, body := get(t, base+"/readyz"); code != 503 || body != `{"deps":"postgres","status":"unavailable"}` {
+		t.Errorf("readyz with the database down: %d %s", code, body)
+	}
+	if code, body := get(t, base+"/v1/operator/entitlements"); code != 503 || !strings.Contains(body, `"unavailable"`) {
+		t.Errorf("a route with the database down: %d %s, want 503 unavailable", code, body)
+	}
+	p.Down.Store(false)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		code, _ := get(t, base+"/readyz")
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("box did not become ready after the database came up")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := get(t, base+"/v1/operator/entitlements"); code != 401 {
+		t.Errorf("a route once the database is up: %d %s, want the 401 of a request without a token", code, body)
+	}
 }
 
 func TestMigrateCommand(t *testing.T) {

@@ -19,11 +19,11 @@ import (
 )
 
 func TestLoadConfigEventsURL(t *testing.T) {
-	cfg, err := boxcmd.LoadConfig(getenv(map[string]string{"EVENTS_URL": "nats://127.0.0.1:4222"}))
+	cfg, err := load(map[string]string{"EVENTS_URL": "nats://127.0.0.1:4222"})
 	if err != nil || cfg.EventsURL != "nats://127.0.0.1:4222" {
-		t.Errorf("LoadConfig = %+v, %v", cfg, err)
+		t.Errorf("load = %+v, %v", cfg, err)
 	}
-	_, err = boxcmd.LoadConfig(getenv(map[string]string{"EVENTS_URL": "http://127.0.0.1:4222"}))
+	_, err = load(map[string]string{"EVENTS_URL": "http://127.0.0.1:4222"})
 	if err == nil || !strings.HasPrefix(err.Error(), "EVENTS_URL:") {
 		t.Errorf("EVENTS_URL=http://…: error %v, want one naming the variable", err)
 	}

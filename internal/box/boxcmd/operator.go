@@ -15,9 +15,6 @@ import (
 	"github.com/platformco/platform/internal/config"
 )
 
-// defaultBoxURL is where `platform dev` serves box.
-const defaultBoxURL = "http://localhost:8082"
-
 // operatorClient calls box's operator API with a staff token.
 type operatorClient struct {
 	base  string
@@ -25,19 +22,20 @@ type operatorClient struct {
 	http  *http.Client
 }
 
+// operatorConfig is what the operator commands read.
+type operatorConfig struct {
+	BoxURL string `env:"BOX_URL, default=http://localhost:8082" rule:"url"`
+	// Token is a staff member's bearer token from POST /v1/session.
+	Token string `env:"PLATFORM_TOKEN, required"`
+}
+
 // newOperatorClient reads BOX_URL and PLATFORM_TOKEN.
-func newOperatorClient(getenv func(string) string) (*operatorClient, error) {
-	r := config.New(getenv)
-	base := r.URL("BOX_URL")
-	r.Require("PLATFORM_TOKEN", "(a staff member's bearer token from POST /v1/session)")
-	token := r.String("PLATFORM_TOKEN", "")
-	if err := r.Err(); err != nil {
+func newOperatorClient(ctx context.Context, getenv func(string) string) (*operatorClient, error) {
+	var cfg operatorConfig
+	if err := config.Load(ctx, getenv, &cfg); err != nil {
 		return nil, err
 	}
-	if base == "" {
-		base = defaultBoxURL
-	}
-	return &operatorClient{base: base, token: token, http: &http.Client{Timeout: 30 * time.Second}}, nil
+	return &operatorClient{base: strings.TrimRight(cfg.BoxURL, "/"), token: cfg.Token, http: &http.Client{Timeout: 30 * time.Second}}, nil
 }
 
 // apiError is box's error envelope, as a command error.
@@ -133,7 +131,7 @@ func runGrant(ctx context.Context, args []string, env cli.Env) error {
 	if strings.TrimSpace(*product) == "" {
 		return cli.Usagef("box grant: --product is required (kit, platform, identity or courier)")
 	}
-	c, err := newOperatorClient(env.Getenv)
+	c, err := newOperatorClient(ctx, env.Getenv)
 	if err != nil {
 		return err
 	}
@@ -176,7 +174,7 @@ func runRevoke(ctx context.Context, args []string, env cli.Env) error {
 	if fs.NArg() != 1 {
 		return cli.Usagef("box revoke: want exactly one entitlement id")
 	}
-	c, err := newOperatorClient(env.Getenv)
+	c, err := newOperatorClient(ctx, env.Getenv)
 	if err != nil {
 		return err
 	}
@@ -204,7 +202,7 @@ func runList(ctx context.Context, args []string, env cli.Env) error {
 	if fs.NArg() > 0 {
 		return cli.Usagef("box list: unexpected argument %q", fs.Arg(0))
 	}
-	c, err := newOperatorClient(env.Getenv)
+	c, err := newOperatorClient(ctx, env.Getenv)
 	if err != nil {
 		return err
 	}

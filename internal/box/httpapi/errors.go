@@ -12,8 +12,9 @@ import (
 )
 
 const (
-	codeInternal = "internal"
-	msgInternal  = "internal error"
+	codeInternal   = "internal"
+	msgInternal    = "internal error"
+	msgUnavailable = "service temporarily unavailable"
 )
 
 // statusOf is the one table from box's error codes to HTTP statuses. A code
@@ -61,13 +62,11 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 		}
 	}
 	if sqldb.IsUnavailable(err) {
-		logger.WarnContext(r.Context(), "database unavailable", "error", err.Error(),
-			"method", r.Method, "path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+		logger.WarnContext(r.Context(), "database unavailable", "err", err.Error(), "method", r.Method, "path", r.URL.Path)
 		w.Header().Set("Retry-After", "1")
-		writeEnvelope(w, http.StatusServiceUnavailable, box.CodeUnavailable, "service temporarily unavailable")
+		writeEnvelope(w, http.StatusServiceUnavailable, box.CodeUnavailable, msgUnavailable)
 		return
 	}
-	logger.ErrorContext(r.Context(), "internal error", "error", err.Error(),
-		"method", r.Method, "path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+	logger.ErrorContext(r.Context(), "internal error", "err", err.Error(), "method", r.Method, "path", r.URL.Path)
 	writeEnvelope(w, http.StatusInternalServerError, codeInternal, msgInternal)
 }

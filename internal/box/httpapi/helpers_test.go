@@ -155,9 +155,9 @@ func newEnv(t testing.TB, engine sqldb.Engine, opts envOptions) *env {
 	client := identityclient.New(url, timeout, logger)
 	t.Cleanup(client.Close)
 	svc := box.NewService(sqlstore.New(e.db), client, opts.capabilityTTL)
-	e.handler = httpapi.New(svc, logger, func(context.Context) httpx.Readiness {
+	e.handler = httpapi.NewServer(httpapi.Deps{Service: svc, Logger: logger, Idempotency: idempotency.New(e.db, make([]byte, idempotency.SecretSize)), Ready: func(context.Context) httpx.Readiness {
 		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok"}}
-	}, idempotency.New(e.db, make([]byte, idempotency.SecretSize)))
+	}})
 	// Every request and response of the suite is checked against the
 	// OpenAPI document. Benchmarks measure the bare handler; the fuzz
 	// target wraps each input with its own *testing.T, because a

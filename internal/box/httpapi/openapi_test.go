@@ -52,7 +52,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 // without a database.
 func TestOpenAPIServed(t *testing.T) {
 	logger, _ := logtest.New()
-	c := openapitest.NewClient(t, httpapi.OpenAPI(), httpapi.New(nil, logger, noDatabase, nil), nil)
+	c := openapitest.NewClient(t, httpapi.OpenAPI(), httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: noDatabase}), nil)
 	res := c.Do("GET", "/openapi.json", "", 200)
 	if got := res.Header().Get("Content-Type"); got != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", got)
@@ -74,12 +74,12 @@ func oaHandler(t *testing.T, db *sqldb.DB, identityURL string) http.Handler {
 	client := identityclient.New(identityURL, 2*time.Second, logger)
 	t.Cleanup(client.Close)
 	svc := box.NewService(sqlstore.New(db), client, 0)
-	return httpapi.New(svc, logger, func(ctx context.Context) httpx.Readiness {
+	return httpapi.NewServer(httpapi.Deps{Service: svc, Logger: logger, Idempotency: idempotency.New(db, make([]byte, idempotency.SecretSize)), Ready: func(ctx context.Context) httpx.Readiness {
 		if err := db.Ready(ctx); err != nil {
 			return httpx.Readiness{Ready: false, Body: map[string]string{"status": "unavailable", "deps": string(db.Engine)}}
 		}
 		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": string(db.Engine)}}
-	}, idempotency.New(db, make([]byte, idempotency.SecretSize)))
+	}})
 }
 
 // oaKey sends key as the request's Idempotency-Key.
@@ -113,8 +113,8 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Do("GET", "/readyz", "", 200)
 		c.Do("GET", "/openapi.json", "", 200)
 		c.Code("GET", "/v1/nothing", "", 404, "not_found", staff)
-		if w := c.Code("PUT", "/v1/operator/entitlements", `{}`, 405, "method_not_allowed", staff); strings.Join(w.Header().Values("Allow"), ",") != "GET,POST" {
-			t.Errorf("405 Allow = %q, want GET and POST", w.Header().Values("Allow"))
+		if w := c.Code("PUT", "/v1/operator/entitlements", `{}`, 405, "method_not_allowed", staff); w.Header().Get("Allow") != "GET, HEAD, POST" {
+			t.Errorf("405 Allow = %q, want GET, HEAD, POST", w.Header().Values("Allow"))
 		}
 
 		// Grants.
@@ -319,7 +319,7 @@ func TestOpenAPIConformance(t *testing.T) {
 
 		// Without a database every /v1 route is 404.
 		logger, _ := logtest.New()
-		nodb := openapitest.NewClient(t, httpapi.OpenAPI(), httpapi.New(nil, logger, noDatabase, nil), seen)
+		nodb := openapitest.NewClient(t, httpapi.OpenAPI(), httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: noDatabase}), seen)
 		for _, rt := range oaRoutes(granted.Entitlement.ID) {
 			nodb.Code(rt.method, rt.path, rt.body, 404, "not_found", openapitest.Bearer(staffToken))
 		}

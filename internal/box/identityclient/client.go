@@ -87,7 +87,7 @@ func unauthenticated() error { return errs.New(box.CodeUnauthenticated, box.MsgU
 
 // failure logs why a round trip cannot be trusted and answers unavailable.
 func (c *Client) failure(ctx context.Context, call, class string, attrs ...any) error {
-	attrs = append([]any{"call", call, "class", class, "trace_id", httpx.TraceFrom(ctx).TraceID}, attrs...)
+	attrs = append([]any{"call", call, "class", class}, attrs...)
 	c.logger.WarnContext(ctx, "identity check failed closed", attrs...)
 	return unavailable()
 }
@@ -102,7 +102,7 @@ func (c *Client) get(ctx context.Context, call, path, token string) (int, []byte
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
-		return 0, nil, c.failure(ctx, call, "bad_request", "error", err.Error())
+		return 0, nil, c.failure(ctx, call, "bad_request", "err", err.Error())
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "application/json")
@@ -115,7 +115,7 @@ func (c *Client) get(ctx context.Context, call, path, token string) (int, []byte
 		} else if errors.Is(err, context.Canceled) {
 			class = "canceled"
 		}
-		return 0, nil, c.failure(ctx, call, class, "error", redact(err))
+		return 0, nil, c.failure(ctx, call, class, "err", redact(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
@@ -124,7 +124,7 @@ func (c *Client) get(ctx context.Context, call, path, token string) (int, []byte
 		if errors.Is(err, context.DeadlineExceeded) {
 			class = "timeout"
 		}
-		return 0, nil, c.failure(ctx, call, class, "status", resp.StatusCode, "error", redact(err))
+		return 0, nil, c.failure(ctx, call, class, "status", resp.StatusCode, "err", redact(err))
 	}
 	if len(body) > MaxBodyBytes {
 		return 0, nil, c.failure(ctx, call, "body_too_large", "status", resp.StatusCode)
@@ -190,7 +190,7 @@ func (c *Client) OperatorMe(ctx context.Context, token string) (string, error) {
 		} `json:"user"`
 	}
 	if err := decode(body, &me); err != nil {
-		return "", c.failure(ctx, call, "malformed_body", "error", err.Error())
+		return "", c.failure(ctx, call, "malformed_body", "err", err.Error())
 	}
 	if me.User == nil || me.User.ID == nil || strings.TrimSpace(*me.User.ID) == "" {
 		return "", c.failure(ctx, call, "empty_user_id")
@@ -224,7 +224,7 @@ func (c *Client) AccountRole(ctx context.Context, token, accountID string) (stri
 		Role string `json:"role"`
 	}
 	if err := decode(body, &acct); err != nil {
-		return "", c.failure(ctx, call, "malformed_body", "error", err.Error())
+		return "", c.failure(ctx, call, "malformed_body", "err", err.Error())
 	}
 	if !strings.EqualFold(acct.ID, accountID) {
 		return "", c.failure(ctx, call, "account_mismatch")
@@ -253,7 +253,7 @@ func (c *Client) Me(ctx context.Context, token string) (string, error) {
 		ID string `json:"id"`
 	}
 	if err := decode(body, &me); err != nil {
-		return "", c.failure(ctx, call, "malformed_body", "error", err.Error())
+		return "", c.failure(ctx, call, "malformed_body", "err", err.Error())
 	}
 	if strings.TrimSpace(me.ID) == "" {
 		return "", c.failure(ctx, call, "empty_user_id")

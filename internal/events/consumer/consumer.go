@@ -182,7 +182,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		it, err := c.durable.Messages(jetstream.PullMaxMessages(c.cfg.Batch))
 		if err != nil {
-			c.logger.Warn("events: cannot pull; retrying", "error", err.Error())
+			c.logger.Warn("events: cannot pull; retrying", "err", err.Error())
 			sleep(ctx, time.Second)
 			continue
 		}
@@ -197,7 +197,7 @@ func (c *Consumer) drain(ctx context.Context, it jetstream.MessagesContext) {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			if ctx.Err() == nil {
-				c.logger.Warn("events: pull interrupted; resuming", "error", err.Error())
+				c.logger.Warn("events: pull interrupted; resuming", "err", err.Error())
 				sleep(ctx, 200*time.Millisecond)
 			}
 			return
@@ -220,7 +220,7 @@ func sleep(ctx context.Context, d time.Duration) {
 func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) {
 	meta, err := msg.Metadata()
 	if err != nil {
-		c.logger.Error("events: message without JetStream metadata", "error", err.Error())
+		c.logger.Error("events: message without JetStream metadata", "err", err.Error())
 		_ = msg.Term()
 		return
 	}
@@ -239,7 +239,7 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) {
 		switch {
 		case err != nil:
 			// Unacknowledged, it comes back once more (MaxDeliver's spare).
-			c.logger.Error("events: cannot check a redelivered event; it will be redelivered", "event_id", env.ID, "error", err.Error())
+			c.logger.Error("events: cannot check a redelivered event; it will be redelivered", "event_id", env.ID, "err", err.Error())
 		case applied:
 			c.ack(msg, env)
 		default:
@@ -262,7 +262,7 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) {
 		// Left unacknowledged, the message comes back after the server's
 		// back-off for this delivery.
 		c.logger.Warn("events: handler failed; will retry", "event_id", env.ID, "type", env.Type,
-			"attempt", deliveries, "retry_in", c.cfg.delay(deliveries).String(), "error", err.Error())
+			"attempt", deliveries, "retry_in", c.cfg.delay(deliveries).String(), "err", err.Error())
 	}
 }
 
@@ -313,7 +313,7 @@ func (c *Consumer) apply(ctx context.Context, env events.Envelope) error {
 // a redelivery finds the id and skips.
 func (c *Consumer) ack(msg jetstream.Msg, env events.Envelope) {
 	if err := msg.Ack(); err != nil {
-		c.logger.Warn("events: ack failed; a redelivery will be skipped", "event_id", env.ID, "error", err.Error())
+		c.logger.Warn("events: ack failed; a redelivery will be skipped", "event_id", env.ID, "err", err.Error())
 	}
 }
 
@@ -349,18 +349,18 @@ func (c *Consumer) park(ctx context.Context, msg jetstream.Msg, meta *jetstream.
 	})
 	if err != nil {
 		// Unacknowledged, it comes back after the back-off.
-		c.logger.Error("events: cannot park event; it will be redelivered", "stream_seq", meta.Sequence.Stream, "error", err.Error())
+		c.logger.Error("events: cannot park event; it will be redelivered", "stream_seq", meta.Sequence.Stream, "err", err.Error())
 		return
 	}
 	if fresh {
-		attrs := []any{"alert", true, "stream_seq", meta.Sequence.Stream, "deliveries", meta.NumDelivered, "error", cause.Error()}
+		attrs := []any{"alert", true, "stream_seq", meta.Sequence.Stream, "deliveries", meta.NumDelivered, "err", cause.Error()}
 		if env != nil {
 			attrs = append(attrs, "event_id", env.ID, "type", env.Type)
 		}
 		c.logger.Error("events: event parked; continuing with the next", attrs...)
 	}
 	if err := msg.Term(); err != nil {
-		c.logger.Warn("events: could not stop redelivery of a parked event", "stream_seq", meta.Sequence.Stream, "error", err.Error())
+		c.logger.Warn("events: could not stop redelivery of a parked event", "stream_seq", meta.Sequence.Stream, "err", err.Error())
 	}
 }
 

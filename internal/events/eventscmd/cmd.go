@@ -4,8 +4,10 @@ package eventscmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -21,6 +23,7 @@ import (
 	"github.com/platformco/platform/internal/identity/sqlstore"
 	"github.com/platformco/platform/internal/outbox"
 	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/schemas"
 )
 
 const usage = `usage: platform events <command>
@@ -28,6 +31,7 @@ const usage = `usage: platform events <command>
 commands:
   publish --service NAME   run the outbox publisher for NAME's DATABASE_URL to EVENTS_URL
   check [--dir DIR]        check catalog, publishers' manifests and payload schemas agree
+                           (the schemas built into the binary, or those under DIR)
   tail [--new]             print every envelope in the stream (only new ones with --new) as JSON lines
 `
 
@@ -67,33 +71,32 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}
 }
 
-// PublishConfig is what the standalone publisher reads from the environment.
+// PublishConfig is what the standalone publisher reads (config.Load).
 type PublishConfig struct {
-	DatabaseURL string // DATABASE_URL, required
-	EventsURL   string // EVENTS_URL, required
+	// DatabaseURL is the publishing service's database; required.
+	DatabaseURL string `env:"DATABASE_URL"`
+	// EventsURL is the NATS server to publish to, such as
+	// nats://127.0.0.1:4222; required.
+	EventsURL string     `env:"EVENTS_URL"`
+	LogLevel  slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
 }
 
-// LoadPublishConfig reads and validates the publisher's settings; the
-// error names the variable.
-func LoadPublishConfig(getenv func(string) string) (PublishConfig, error) {
-	r := config.New(getenv)
-	r.Require("DATABASE_URL", "(the publishing service's database)")
-	if err := r.Err(); err != nil {
-		return PublishConfig{}, err
+// Validate implements config.Validator, in the order an operator fixes
+// things: the database first.
+func (c *PublishConfig) Validate() error {
+	if c.DatabaseURL == "" {
+		return errors.New("DATABASE_URL: is required (the publishing service's database)")
 	}
-	cfg := PublishConfig{DatabaseURL: r.String("DATABASE_URL", "")}
-	if _, _, err := sqldb.ParseURL(cfg.DatabaseURL); err != nil {
-		return PublishConfig{}, fmt.Errorf("DATABASE_URL: %w", err)
+	if _, _, err := sqldb.ParseURL(c.DatabaseURL); err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	r.Require("EVENTS_URL", "(the NATS server to publish to, such as nats://127.0.0.1:4222)")
-	if err := r.Err(); err != nil {
-		return PublishConfig{}, err
+	if c.EventsURL == "" {
+		return errors.New("EVENTS_URL: is required (the NATS server to publish to, such as nats://127.0.0.1:4222)")
 	}
-	cfg.EventsURL = r.String("EVENTS_URL", "")
-	if err := events.ValidateURL(cfg.EventsURL); err != nil {
-		return PublishConfig{}, fmt.Errorf("EVENTS_URL: %w", err)
+	if err := events.ValidateURL(c.EventsURL); err != nil {
+		return fmt.Errorf("EVENTS_URL: %w", err)
 	}
-	return cfg, nil
+	return nil
 }
 
 func runPublish(ctx context.Context, args []string, env cli.Env) error {
@@ -115,8 +118,8 @@ func runPublish(ctx context.Context, args []string, env cli.Env) error {
 	if fs.NArg() > 0 {
 		return cli.Usagef("events publish: unexpected argument %q", fs.Arg(0))
 	}
-	cfg, err := LoadPublishConfig(env.Getenv)
-	if err != nil {
+	var cfg PublishConfig
+	if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
 		return err
 	}
 	logger := env.Logger("events-publisher").With("publisher", *service)
@@ -125,12 +128,8 @@ func runPublish(ctx context.Context, args []string, env cli.Env) error {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
-	pending, err := db.Pending(ctx, migrations)
-	if err != nil {
-		return fmt.Errorf("DATABASE_URL: read migration state: %w", err)
-	}
-	if pending {
-		return fmt.Errorf("DATABASE_URL: %s's migrations are not all applied; run `platform %s migrate` first", *service, *service)
+	if err := sqldb.NewGate(db, migrations, "platform "+*service+" migrate").Check(ctx); err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	stop, err := outbox.Start(ctx, db, cfg.EventsURL, outbox.Options{Service: *service}, logger)
 	if err != nil {
@@ -142,19 +141,26 @@ func runPublish(ctx context.Context, args []string, env cli.Env) error {
 }
 
 func runCheck(args []string, env cli.Env) error {
-	fs := cli.FlagSet("platform events check", env.Stderr)
-	dir := fs.String("dir", ".", "the schemas directory, or a directory inside the repository")
-	if err := cli.Parse(fs, args); err != nil {
+	flags := cli.FlagSet("platform events check", env.Stderr)
+	dir := flags.String("dir", "", "the schemas directory, or a directory inside the repository (default: the schemas built into the binary)")
+	if err := cli.Parse(flags, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return cli.Usagef("events check: unexpected argument %q", fs.Arg(0))
+	if flags.NArg() > 0 {
+		return cli.Usagef("events check: unexpected argument %q", flags.Arg(0))
 	}
-	root, err := events.LocateSchemas(*dir)
-	if err != nil {
-		return err
+	var (
+		fsys fs.FS = schemas.Events()
+		root       = "the schemas built into this binary"
+	)
+	if *dir != "" {
+		located, err := events.LocateSchemas(*dir)
+		if err != nil {
+			return err
+		}
+		fsys, root = os.DirFS(located), located
 	}
-	found := events.Check(os.DirFS(root), Manifests())
+	found := events.Check(fsys, Manifests())
 	for _, d := range found {
 		fmt.Fprintln(env.Stderr, "events check:", d)
 	}
@@ -178,14 +184,15 @@ func runTail(ctx context.Context, args []string, env cli.Env) error {
 	if fs.NArg() > 0 {
 		return cli.Usagef("events tail: unexpected argument %q", fs.Arg(0))
 	}
-	r := config.New(env.Getenv)
-	r.Require("EVENTS_URL", "(the NATS server to read, such as nats://127.0.0.1:4222)")
-	url := r.String("EVENTS_URL", "")
-	if err := r.Err(); err != nil {
+	var cfg struct {
+		// EventsURL is the NATS server to read, such as nats://127.0.0.1:4222.
+		EventsURL string `env:"EVENTS_URL, required"`
+	}
+	if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
 		return err
 	}
 	logger := env.Logger("events-tail")
-	nc, err := events.Connect(url, "platform-events-tail", logger)
+	nc, err := events.Connect(cfg.EventsURL, "platform-events-tail", logger)
 	if err != nil {
 		return err
 	}
@@ -232,7 +239,7 @@ func Tail(ctx context.Context, js jetstream.JetStream, s events.Stream, newOnly 
 		}
 		e, err := events.Decode(msg.Data())
 		if err != nil {
-			logger.Warn("events tail: skipped a message that is not a valid envelope", "subject", msg.Subject(), "error", err.Error())
+			logger.WarnContext(ctx, "events tail: skipped a message that is not a valid envelope", "subject", msg.Subject(), "err", err.Error())
 			continue
 		}
 		if _, dup := seen[e.ID]; dup {

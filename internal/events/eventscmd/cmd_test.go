@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -33,8 +34,24 @@ func TestCheckOK(t *testing.T) {
 	if err := Run(context.Background(), []string{"check"}, env); err != nil {
 		t.Fatalf("check: %v\n%s", err, errOut)
 	}
-	if !strings.Contains(out.String(), "events check: ok: 10 declared types") {
+	if !regexp.MustCompile(`^events check: ok: \d+ declared types`).MatchString(out.String()) {
 		t.Errorf("stdout %q", out)
+	}
+}
+
+// TestCheckOutsideTheRepository: without --dir the check runs on the
+// schemas built into the binary, wherever it is run from.
+func TestCheckOutsideTheRepository(t *testing.T) {
+	t.Chdir(t.TempDir())
+	env, out, errOut := testEnv(nil)
+	if err := Run(context.Background(), []string{"check"}, env); err != nil {
+		t.Fatalf("check outside the repository: %v\n%s", err, errOut)
+	}
+	if !regexp.MustCompile(`^events check: ok: \d+ declared types agree with the schemas built into this binary`).MatchString(out.String()) {
+		t.Errorf("stdout %q", out)
+	}
+	if err := Run(context.Background(), []string{"check", "--dir", "."}, env); err == nil {
+		t.Error("check --dir on a directory without schemas succeeded")
 	}
 }
 

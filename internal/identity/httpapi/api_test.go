@@ -294,7 +294,7 @@ func TestWithoutDatabase(t *testing.T) {
 		"NoReadinessCheck":     {Logger: logger},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := &server{h: openapitest.Wrap(t, httpapi.OpenAPI(), httpapi.NewHandler(deps))}
+			s := &server{h: openapitest.Wrap(t, httpapi.OpenAPI(), httpapi.NewServer(deps))}
 			ready := s.do(t, "GET", "/readyz", nil).want(t, http.StatusOK).object(t)
 			wantKeys(t, "readyz", ready, "status", "deps")
 			if ready["status"] != "ok" || ready["deps"] != "none" {

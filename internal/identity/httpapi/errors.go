@@ -58,24 +58,26 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	if sqldb.IsUnavailable(err) {
-		a.log.Warn("database unavailable", "err", err, "method", r.Method, "path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
-		w.Header().Set("Retry-After", "1")
-		httpx.WriteProblem(w, r, http.StatusServiceUnavailable, "unavailable", "the service is temporarily unavailable; try again shortly", nil)
+		a.log.WarnContext(r.Context(), "database unavailable", "err", err, "method", r.Method, "path", r.URL.Path)
+		a.unavailable(w, r)
 		return
 	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The caller went away; nobody reads the answer.
-		a.log.Info("request abandoned by the client", "path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+		a.log.InfoContext(r.Context(), "request abandoned by the client", "path", r.URL.Path)
 		return
 	}
-	a.log.Error("internal error", "err", err, "method", r.Method, "path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
-	a.internalError(w, r)
+	a.log.ErrorContext(r.Context(), "internal error", "err", err, "method", r.Method, "path", r.URL.Path)
+	writeProblem(w, r, http.StatusInternalServerError, httpx.CodeInternal, "an internal error occurred; it has been logged")
 }
 
-func (a *api) internalError(w http.ResponseWriter, r *http.Request) {
-	httpx.WriteProblem(w, r, http.StatusInternalServerError, "internal", "an internal error occurred; it has been logged", nil)
+// unavailable answers a dependency outage.
+func (a *api) unavailable(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Retry-After", "1")
+	writeProblem(w, r, http.StatusServiceUnavailable, httpx.CodeUnavailable, "the service is temporarily unavailable; try again shortly")
 }
 
-func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
-	httpx.WriteProblem(w, r, http.StatusNotFound, identity.CodeNotFound, "no such resource", nil)
+// writeProblem is identity's envelope for refusals without field errors.
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	httpx.WriteProblem(w, r, status, code, message, nil)
 }

@@ -38,7 +38,7 @@ func fuzzServer(f *testing.F) (h http.Handler, token, accountID, userID string) 
 	}
 	svc := identity.NewService(store, identity.NewHasher(identity.HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, 0), ring,
 		identity.Options{Issuer: "http://identity.test", SessionTTL: 3600e9, LockoutThreshold: 1000, LockoutDuration: 60e9, Now: db.Now})
-	h = httpapi.NewHandler(httpapi.Deps{
+	h = httpapi.NewServer(httpapi.Deps{
 		Service: svc, Idempotency: idempotency.New(db, make([]byte, idempotency.SecretSize)),
 		Ready:  func(context.Context) httpx.Readiness { return httpx.Readiness{Ready: true, Body: map[string]string{}} },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

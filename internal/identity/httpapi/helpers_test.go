@@ -33,7 +33,7 @@ func newServer(t testing.TB, engine sqldb.Engine, cfg identitytest.Config) *serv
 	t.Helper()
 	env := identitytest.New(t, engine, cfg)
 	logger, logs := logtest.New()
-	h := httpapi.NewHandler(httpapi.Deps{
+	h := httpapi.NewServer(httpapi.Deps{
 		Service:     env.Service,
 		Idempotency: idempotency.New(env.DB, make([]byte, idempotency.SecretSize)),
 		Ready: func(ctx context.Context) httpx.Readiness {

@@ -47,7 +47,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 // TestOpenAPIServed: /openapi.json answers the embedded document, with or
 // without a database.
 func TestOpenAPIServed(t *testing.T) {
-	c := openapitest.NewClient(t, OpenAPI(), NewHandler(Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), nil)
+	c := openapitest.NewClient(t, OpenAPI(), NewServer(Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), nil)
 	res := c.Do("GET", "/openapi.json", "", 200)
 	if got := res.Header().Get("Content-Type"); got != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", got)
@@ -76,7 +76,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		env := identitytest.New(t, engine, identitytest.Config{})
 		logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 		seen := openapitest.Coverage{}
-		c := openapitest.NewClient(t, OpenAPI(), NewHandler(Deps{
+		c := openapitest.NewClient(t, OpenAPI(), NewServer(Deps{
 			Service:     env.Service,
 			Idempotency: idempotency.New(env.DB, make([]byte, idempotency.SecretSize)),
 			Ready: func(ctx context.Context) httpx.Readiness {
@@ -99,7 +99,12 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Do("GET", "/openapi.json", "", 200)
 		c.Do("GET", "/.well-known/jwks.json", "", 200)
 		c.Code("GET", "/no/such/route", "", 404, "not_found")
-		c.Code("PUT", "/v1/users", `{}`, 404, "not_found")
+		if got := c.Code("PUT", "/v1/users", `{}`, 405, "method_not_allowed").Header().Get("Allow"); got != "POST" {
+			t.Errorf("PUT /v1/users: Allow = %q, want POST", got)
+		}
+		if got := c.Code("PUT", "/v1/accounts/"+uuidZero, `{}`, 405, "method_not_allowed").Header().Get("Allow"); got != "GET, HEAD, PATCH, DELETE" {
+			t.Errorf("PUT /v1/accounts/{id}: Allow = %q, want GET, HEAD, PATCH, DELETE", got)
+		}
 
 		// Registration.
 		var owner struct{ ID, Email string }
@@ -374,7 +379,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("POST", "/v1/invitations/accept", `{"token":"`+late.Token+`"}`, 410, "invitation_expired", openapitest.Bearer(login("late@example.com")))
 
 		// Without a database every /v1 route and the key set are 404.
-		nodb := openapitest.NewClient(t, OpenAPI(), NewHandler(Deps{Logger: logger}), seen)
+		nodb := openapitest.NewClient(t, OpenAPI(), NewServer(Deps{Logger: logger}), seen)
 		for _, rt := range oaRoutes(team.ID, owner.ID) {
 			nodb.Code(rt.method, rt.path, rt.body, 404, "not_found", openapitest.Bearer(ownerTok))
 		}
@@ -448,7 +453,7 @@ func TestOpenAPIWrapperCatchesDrift(t *testing.T) {
 		{"UndeclaredContentType", 200, "text/plain", "hello", "", "text/plain"},
 		{"UndeclaredProblemCode", 401, "application/problem+json", `{"type":"about:blank","status":401,"title":"Unauthorized","detail":"x","code":"nope","trace_id":"0123456789abcdef0123456789abcdef"}`, "", "code"},
 		{"BodyOnNoContent", 204, "application/json", `{}`, "/v1/session", "declared without content"},
-		{"UnmatchedStatus", 405, "application/problem+json", `{}`, "/nope", "x-unmatched-responses"},
+		{"UnmatchedStatus", 409, "application/problem+json", `{}`, "/nope", "x-unmatched-responses"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			method := "GET"
@@ -493,3 +498,5 @@ func TestOpenAPIWrapperCatchesDrift(t *testing.T) {
 		openapitest.ExpectReport(t, OpenAPI(), good, r, "")
 	})
 }
+
+const uuidZero = "00000000-0000-4000-8000-000000000000"

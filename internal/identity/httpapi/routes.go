@@ -14,19 +14,25 @@ import (
 	"github.com/platformco/platform/internal/openapi"
 )
 
-// Deps are what the handlers need. Service is nil when no database is
-// configured: then every /v1 route is a 404.
+// Deps are what the handlers need.
 type Deps struct {
+	// Service is nil when no database is configured (every /v1 route and
+	// the key set are 404) or while Waiting.
 	Service *identity.Service
+	// Waiting is true while the database has not yet answered with a
+	// current schema (sqldb.Gate): every /v1 route and the key set answer
+	// 503 unavailable.
+	Waiting bool
 	// Idempotency keeps Idempotency-Key records; with nil the header is
 	// ignored.
 	Idempotency *idempotency.Store
-	Ready       func(ctx context.Context) httpx.Readiness
-	Logger      *slog.Logger
+	// Ready answers /readyz; nil answers as a service without a database.
+	Ready  func(ctx context.Context) httpx.Readiness
+	Logger *slog.Logger
 }
 
-// NewHandler returns identity's HTTP handler.
-func NewHandler(d Deps) http.Handler {
+// NewServer returns identity's HTTP handler.
+func NewServer(d Deps) http.Handler {
 	a := &api{svc: d.Service, idem: d.Idempotency, log: d.Logger}
 	if d.Service != nil {
 		// The issuer's origin is identity's public one; an issuer that is
@@ -37,21 +43,20 @@ func NewHandler(d Deps) http.Handler {
 		}
 	}
 	if d.Ready == nil {
-		// No readiness check means no dependency to check: answer as a
-		// service without a database does, rather than fail the probe.
-		d.Ready = func(context.Context) httpx.Readiness {
-			return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
-		}
+		d.Ready = httpx.NoDatabase
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpx.Healthz())
 	mux.Handle("GET /readyz", httpx.Readyz(d.Ready))
 	mux.Handle("GET /openapi.json", openapi.Handler(openapiDocument))
-	mux.HandleFunc("/", a.notFound)
-	if d.Service != nil {
+	switch {
+	case d.Service != nil:
 		a.routes(mux)
+	case d.Waiting:
+		mux.HandleFunc("/v1/", a.unavailable)
+		mux.HandleFunc("/.well-known/", a.unavailable)
 	}
-	return httpx.Chain(mux, httpx.Observe(d.Logger, a.internalError))
+	return httpx.Finish(mux, d.Logger, writeProblem)
 }
 
 func (a *api) routes(mux *http.ServeMux) {

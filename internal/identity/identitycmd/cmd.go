@@ -3,7 +3,6 @@
 package identitycmd
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,59 +25,51 @@ import (
 	"github.com/platformco/platform/internal/sqldb"
 )
 
-// Config is the identity service's configuration.
+// Config is the identity service's configuration (config.Load).
 type Config struct {
-	Port             int
-	DatabaseURL      string
-	Issuer           string
-	MasterKey        []byte
-	SessionTTL       time.Duration
-	LockoutThreshold int
-	LockoutDuration  time.Duration
-	HashConcurrency  int
-	EventsURL        string
-	// KeyRefresh is how often a running identity reloads its signing keys,
-	// so a rotation or withdrawal takes effect without a restart.
-	KeyRefresh time.Duration
-	// DebugAddr (DEBUG_ADDR, loopback only) serves the profiling endpoints.
-	DebugAddr string
-	// HashingProcs raises GOMAXPROCS by the hashes that may run while
-	// requests are served, for as long as they do (see hashingProcs).
-	// LoadConfig sets it unless the environment sets GOMAXPROCS.
-	HashingProcs bool
+	Port int `env:"PORT, default=8080" rule:"port"`
+	// DatabaseURL empty serves only the probes and /openapi.json.
+	DatabaseURL string `env:"DATABASE_URL"`
+	// DatabaseTimeout bounds every call's database work (sqldb.Options).
+	DatabaseTimeout time.Duration `env:"DATABASE_TIMEOUT, default=5s" rule:"positive"`
+	// Issuer defaults to http://localhost:PORT.
+	Issuer string `env:"IDENTITY_ISSUER" rule:"url"`
+	// MasterKey seals the signing keys; required with DATABASE_URL, and
+	// checked whenever it is set.
+	MasterKey        config.Key    `env:"IDENTITY_MASTER_KEY" rule:"key32"`
+	SessionTTL       time.Duration `env:"IDENTITY_SESSION_TTL, default=12h" rule:"positive"`
+	LockoutThreshold int           `env:"IDENTITY_LOCKOUT_THRESHOLD, default=5" rule:"positive"`
+	LockoutDuration  time.Duration `env:"IDENTITY_LOCKOUT_DURATION, default=15m" rule:"positive"`
+	// HashConcurrency bounds the password hashes run at once; 0 is half
+	// the cores (identity.DefaultHashConcurrency).
+	HashConcurrency int    `env:"IDENTITY_HASH_CONCURRENCY, default=0" rule:"nonnegative"`
+	EventsURL       string `env:"EVENTS_URL"`
+	// DebugAddr serves the profiling endpoints, on loopback only.
+	DebugAddr string     `env:"DEBUG_ADDR" rule:"loopback"`
+	LogLevel  slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
 }
 
-// LoadConfig reads and validates the configuration; the error names the
-// variable and the rule.
-func LoadConfig(getenv func(string) string) (Config, error) {
-	r := config.New(getenv)
-	c := Config{
-		Port:             r.Port("PORT", 8080),
-		DatabaseURL:      r.String("DATABASE_URL", ""),
-		SessionTTL:       r.Duration("IDENTITY_SESSION_TTL", 12*time.Hour),
-		LockoutThreshold: r.PositiveInt("IDENTITY_LOCKOUT_THRESHOLD", 5),
-		LockoutDuration:  r.Duration("IDENTITY_LOCKOUT_DURATION", 15*time.Minute),
-		HashConcurrency:  r.NonNegativeInt("IDENTITY_HASH_CONCURRENCY", 0),
-		EventsURL:        r.String("EVENTS_URL", ""),
-		KeyRefresh:       500 * time.Millisecond,
-		DebugAddr:        r.LoopbackAddr("DEBUG_ADDR"),
-		HashingProcs:     getenv("GOMAXPROCS") == "",
+// Validate implements config.Validator.
+func (c *Config) Validate() error {
+	if c.Issuer == "" {
+		c.Issuer = "http://localhost:" + strconv.Itoa(c.Port)
 	}
-	c.Issuer = r.String("IDENTITY_ISSUER", "http://localhost:"+strconv.Itoa(c.Port))
-	if c.DatabaseURL != "" {
-		r.Require("IDENTITY_MASTER_KEY", "whenever DATABASE_URL is set")
-		c.MasterKey = r.Key32("IDENTITY_MASTER_KEY")
+	c.Issuer = strings.TrimRight(c.Issuer, "/")
+	if c.DatabaseURL == "" {
+		return nil
 	}
-	if err := r.Err(); err != nil {
-		return Config{}, err
+	if _, _, err := sqldb.ParseURL(c.DatabaseURL); err != nil {
+		return fmt.Errorf("DATABASE_URL: %v", err)
 	}
-	if c.DatabaseURL != "" {
-		if _, _, err := sqldb.ParseURL(c.DatabaseURL); err != nil {
-			return Config{}, fmt.Errorf("DATABASE_URL: %v", err)
-		}
+	if c.MasterKey == nil {
+		return errors.New("IDENTITY_MASTER_KEY: is required whenever DATABASE_URL is set")
 	}
-	return c, nil
+	return nil
 }
+
+// keyRefresh is how often a running identity reloads its signing keys, so
+// a rotation or withdrawal takes effect without a restart.
+const keyRefresh = 500 * time.Millisecond
 
 // Run runs `platform identity …`.
 func Run(ctx context.Context, args []string, env cli.Env) error {
@@ -87,8 +78,8 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}
 	switch args[0] {
 	case "serve":
-		cfg, err := LoadConfig(env.Getenv)
-		if err != nil {
+		var cfg Config
+		if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
 			return err
 		}
 		ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
@@ -97,7 +88,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		}
 		return Serve(ctx, cfg, env.Logger("identity"), ln)
 	case "migrate":
-		url, err := databaseURL(env)
+		url, err := databaseURL(ctx, env)
 		if err != nil {
 			return err
 		}
@@ -111,13 +102,12 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}
 }
 
-func databaseURL(env cli.Env) (string, error) {
-	r := config.New(env.Getenv)
-	r.Require("DATABASE_URL", "for this command")
-	if err := r.Err(); err != nil {
-		return "", err
+func databaseURL(ctx context.Context, env cli.Env) (string, error) {
+	var cfg struct {
+		DatabaseURL string `env:"DATABASE_URL, required"`
 	}
-	return r.String("DATABASE_URL", ""), nil
+	err := config.Load(ctx, env.Getenv, &cfg)
+	return cfg.DatabaseURL, err
 }
 
 // Migrate applies identity's migrations to databaseURL.
@@ -135,7 +125,9 @@ func Migrate(ctx context.Context, databaseURL string, env cli.Env) error {
 	return nil
 }
 
-// Serve runs the identity service on ln until ctx is done.
+// Serve runs the identity service on ln until ctx is done. It does not
+// migrate: it stops when the schema is behind, and while the database does
+// not answer it serves 503 until it does (sqldb.Gate).
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
 	if cfg.DebugAddr != "" {
 		_, stopDebug, err := debugsrv.Start(ctx, cfg.DebugAddr, logger)
@@ -145,44 +137,46 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		}
 		defer stopDebug()
 	}
-	deps := httpapi.Deps{Logger: logger, Ready: func(context.Context) httpx.Readiness {
-		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
-	}}
-	if cfg.DatabaseURL != "" {
-		db, err := sqldb.Open(ctx, cfg.DatabaseURL)
-		if err != nil {
-			return err
+	if cfg.DatabaseURL == "" {
+		return httpx.Serve(ctx, ln, httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase}), logger)
+	}
+	db, err := sqldb.New(cfg.DatabaseURL, sqldb.Options{Timeout: cfg.DatabaseTimeout})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer db.Close()
+	gate := sqldb.NewGate(db, sqlstore.Migrations, "platform identity migrate")
+	deps := httpapi.Deps{Logger: logger, Ready: httpx.DatabaseReadiness(gate, db.Engine), Waiting: true}
+	h := httpx.NewSwitch(httpapi.NewServer(deps))
+	var stopPublisher func()
+	defer func() {
+		if stopPublisher != nil {
+			stopPublisher()
 		}
-		defer db.Close()
-		if pending, err := db.Pending(ctx, sqlstore.Migrations); err != nil {
-			return fmt.Errorf("read schema version: %w", err)
-		} else if pending {
-			return errors.New("the database schema is not current: run `platform identity migrate` first")
-		}
+	}()
+	err = gate.Start(ctx, time.Second, logger, func(ctx context.Context) error {
 		svc, ring, err := newService(ctx, cfg, db)
 		if err != nil {
 			return err
 		}
-		go ring.Run(ctx, cfg.KeyRefresh, logger)
+		if cfg.EventsURL != "" {
+			if stopPublisher, err = startPublisher(ctx, db, cfg.EventsURL, logger); err != nil {
+				return err
+			}
+		}
+		go ring.Run(ctx, keyRefresh, logger)
 		deps.Service = svc
 		deps.Idempotency = idempotency.New(db, cfg.MasterKey)
 		go purgeIdempotency(ctx, deps.Idempotency, logger)
-		deps.Ready = func(ctx context.Context) httpx.Readiness {
-			if err := db.Ready(ctx); err != nil {
-				logger.Warn("readiness: database unavailable", "err", err)
-				return httpx.Readiness{Ready: false, Body: map[string]string{"status": "unavailable", "deps": string(db.Engine)}}
-			}
-			return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": string(db.Engine)}}
-		}
-		if cfg.EventsURL != "" {
-			stop, err := startPublisher(ctx, db, cfg.EventsURL, logger)
-			if err != nil {
-				return err
-			}
-			defer stop()
-		}
+		h.Set(httpapi.NewServer(deps))
+		return nil
+	})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("identity: %w", err)
 	}
-	return httpx.Serve(ctx, ln, httpapi.NewHandler(deps), logger)
+	return httpx.Serve(ctx, ln, h, logger)
 }
 
 func newService(ctx context.Context, cfg Config, db *sqldb.DB) (*identity.Service, *identity.KeyRing, error) {
@@ -195,10 +189,7 @@ func newService(ctx context.Context, cfg Config, db *sqldb.DB) (*identity.Servic
 	if err := ring.Refresh(ctx); err != nil {
 		return nil, nil, fmt.Errorf("signing keys: %w", err)
 	}
-	hasher := identity.NewHasher(identity.DefaultHashParams, cmp.Or(cfg.HashConcurrency, startProcs))
-	if cfg.HashingProcs {
-		hasher.OnContention(func(contended bool) { hashingProcs(contended, hasher.WhileServing()) })
-	}
+	hasher := identity.NewHasher(identity.DefaultHashParams, cfg.HashConcurrency)
 	svc := identity.NewService(store, hasher, ring, identity.Options{
 		Issuer:           cfg.Issuer,
 		SessionTTL:       cfg.SessionTTL,
@@ -213,7 +204,7 @@ func staff(ctx context.Context, args []string, env cli.Env) error {
 	if len(args) != 2 || (args[0] != "add" && args[0] != "remove") {
 		return cli.Usagef("identity staff: expected add EMAIL or remove EMAIL")
 	}
-	url, err := databaseURL(env)
+	url, err := databaseURL(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -254,16 +245,14 @@ func keys(ctx context.Context, args []string, env cli.Env) error {
 	if args[0] != "list" && args[0] != "rotate" && args[0] != "withdraw" {
 		return cli.Usagef("identity keys: unknown command %q", args[0])
 	}
-	url, err := databaseURL(env)
-	if err != nil {
+	var cfg struct {
+		DatabaseURL string     `env:"DATABASE_URL, required"`
+		MasterKey   config.Key `env:"IDENTITY_MASTER_KEY, required" rule:"key32"`
+	}
+	if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
 		return err
 	}
-	r := config.New(env.Getenv)
-	r.Require("IDENTITY_MASTER_KEY", "to manage signing keys")
-	master := r.Key32("IDENTITY_MASTER_KEY")
-	if err := r.Err(); err != nil {
-		return err
-	}
+	url, master := cfg.DatabaseURL, cfg.MasterKey
 	db, err := sqldb.Open(ctx, url)
 	if err != nil {
 		return err

@@ -199,7 +199,7 @@ func (s *Store) EndSession(ctx context.Context, sessionID string) error {
 
 // Authenticate implements identity.Store: the whole hot path of an
 // authenticated request (session, user, membership, account) is this one
-// query over primary keys, read with others in flight (sqldb.ReadRow).
+// query over primary keys.
 func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID string) (identity.Principal, error) {
 	var (
 		p       identity.Principal
@@ -215,19 +215,14 @@ func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID s
 	now := sqldb.Timestamp(s.db.Now())
 	var err error
 	if accountID == "" {
-		err = s.db.ReadRow(ctx, func(r sqldb.Row) error {
-			return r.Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen)
-		}, `
+		err = s.db.QueryRow(ctx, `
 			SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at
 			FROM sessions s JOIN users u ON u.id = s.user_id
 			WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
 			  AND u.disabled_at IS NULL`,
-			sessionID, userID, now)
+			sessionID, userID, now).Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen)
 	} else {
-		err = s.db.ReadRow(ctx, func(r sqldb.Row) error {
-			return r.Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen,
-				&aID, &aName, &aSlug, &aPers, &aCreate, &aUpdate, &role)
-		}, `
+		err = s.db.QueryRow(ctx, `
 			SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at,
 			       a.id, a.name, a.slug, a.personal, a.created_at, a.updated_at, m.role
 			FROM sessions s
@@ -236,7 +231,8 @@ func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID s
 			LEFT JOIN accounts a ON a.id = m.account_id
 			WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
 			  AND u.disabled_at IS NULL`,
-			sessionID, userID, now, accountID)
+			sessionID, userID, now, accountID).Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen,
+			&aID, &aName, &aSlug, &aPers, &aCreate, &aUpdate, &role)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return identity.Principal{}, identity.ErrUnauthorized

@@ -1,0 +1,57 @@
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func TestNewLogger(t *testing.T) {
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	reqCtx := WithTrace(context.Background(), Trace{TraceID: traceID, SpanID: "00f067aa0ba902b7", Flags: "01"})
+	tests := []struct {
+		name string
+		log  func(l *slog.Logger)
+		want map[string]any
+		none []string
+	}{
+		{"ServiceAndTraceFromContext", func(l *slog.Logger) { l.InfoContext(reqCtx, "hello") },
+			map[string]any{"service": "box", "trace_id": traceID, "msg": "hello"}, nil},
+		{"NoTraceWithoutRequest", func(l *slog.Logger) { l.Info("started") },
+			map[string]any{"service": "box"}, []string{"trace_id"}},
+		{"ErrorKeyIsErr", func(l *slog.Logger) { l.WarnContext(reqCtx, "failed", "error", errors.New("boom")) },
+			map[string]any{"err": "boom", "trace_id": traceID}, []string{"error"}},
+		{"TraceByHandOnce", func(l *slog.Logger) { l.InfoContext(reqCtx, "x", "trace_id", traceID) },
+			map[string]any{"trace_id": traceID}, nil},
+		{"WithAttrsKeepsTrace", func(l *slog.Logger) { l.With("call", "me").InfoContext(reqCtx, "x") },
+			map[string]any{"call": "me", "trace_id": traceID}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			tt.log(NewLogger(&buf, "box", slog.LevelInfo))
+			line := buf.String()
+			if n := strings.Count(line, `"trace_id"`); n > 1 {
+				t.Errorf("trace_id appears %d times: %s", n, line)
+			}
+			var got map[string]any
+			if err := json.Unmarshal([]byte(line), &got); err != nil {
+				t.Fatalf("not one JSON line: %q", line)
+			}
+			for k, v := range tt.want {
+				if got[k] != v {
+					t.Errorf("%s = %v, want %v (%s)", k, got[k], v, line)
+				}
+			}
+			for _, k := range tt.none {
+				if _, ok := got[k]; ok {
+					t.Errorf("unexpected key %s: %s", k, line)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,28 @@
+// Package ids is the platform's one spelling of an identifier: a UUID in
+// its canonical lower-case form, 36 characters, no prefix, braces or URN.
+// Every service issues ids in this form, so PostgreSQL's uuid type (which
+// would match any spelling) and SQLite's text column (which matches only
+// the exact one) answer alike.
+package ids
+
+import "github.com/google/uuid"
+
+// Parse returns s in the platform's spelling, accepting the canonical
+// 36-character form in either case (a client may upper-case an id it was
+// given); ok is false for anything else.
+func Parse(s string) (id string, ok bool) {
+	if len(s) != 36 {
+		return "", false
+	}
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return "", false
+	}
+	return u.String(), true
+}
+
+// Valid reports whether s is an id in exactly the platform's spelling.
+func Valid(s string) bool {
+	id, ok := Parse(s)
+	return ok && id == s
+}
