@@ -252,10 +252,14 @@ func relay(w http.ResponseWriter, resp *http.Response, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// originAllowed is the CSRF check for cookie-authenticated state changes:
-// the Origin header must name an allowed origin, or, with none configured,
-// the host the request was sent to.
+// originAllowed is the CSRF check for cookie-authenticated state changes
+// (operations.md section 8): the browser says the request is same-origin
+// (Sec-Fetch-Site), or its Origin is exactly an allowed origin or, with
+// none configured, the gateway's own: scheme, host and port.
 func (g *Gateway) originAllowed(r *http.Request) bool {
+	if strings.EqualFold(strings.TrimSpace(r.Header.Get("Sec-Fetch-Site")), "same-origin") {
+		return true
+	}
 	origin := strings.TrimSpace(r.Header.Get("Origin"))
 	if origin == "" || origin == "null" {
 		return false
@@ -264,10 +268,10 @@ func (g *Gateway) originAllowed(r *http.Request) bool {
 		return g.origins[strings.ToLower(strings.TrimRight(origin, "/"))]
 	}
 	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" {
 		return false
 	}
-	return strings.EqualFold(u.Host, r.Host)
+	return strings.EqualFold(u.Scheme, requestProto(r, g.opts.TrustedProxies)) && strings.EqualFold(u.Host, r.Host)
 }
 
 func clearSessionCookie(w http.ResponseWriter) {
