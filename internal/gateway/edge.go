@@ -59,24 +59,35 @@ func (g *Gateway) proxied(rt Route) http.Handler {
 			return
 		}
 		if up == nil {
-			writeErrorIn(w, r, g.log, rt.env, errs.New(CodeUpstreamNotConfigured, "no route for "+r.URL.Path))
+			g.refuse(w, r, rt, errs.New(CodeUpstreamNotConfigured, "no route for "+r.URL.Path))
 			return
 		}
 		if authErr != nil {
 			if errors.Is(authErr, errNoSession) {
 				clearSessionCookie(w)
 			}
-			writeErrorIn(w, r, g.log, rt.env, authErr)
+			g.refuse(w, r, rt, authErr)
 			return
 		}
 		if who.viaCookie && unsafeMethod(r.Method) && !g.originAllowed(r) {
-			writeErrorIn(w, r, g.log, rt.env, errOrigin)
+			g.refuse(w, r, rt, errOrigin)
 			return
 		}
 		g.serveProxy(w, r, up, forward{
 			clientIP: ip, proto: requestProto(r, g.opts.TrustedProxies), bearer: who.token, env: rt.env,
 		})
 	})
+}
+
+// refuse answers err in rt's envelope; a 401 names the route's service as
+// the realm, as the service itself does.
+func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, rt Route, err error) {
+	if e, ok := errs.As(err); ok && rt.env != ociEnvelope {
+		if a := answers[rt.env][e.Code]; a.status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="`+rt.Service+`"`)
+		}
+	}
+	writeErrorIn(w, r, g.log, rt.env, err)
 }
 
 // authenticate verifies the request's bearer token or, when there is none,

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/httpx"
 )
@@ -159,8 +160,13 @@ func writeErrorIn(w http.ResponseWriter, r *http.Request, logger *slog.Logger, e
 		a = answers[env][CodeInternal]
 	}
 	h := w.Header()
-	if a.status == http.StatusUnauthorized && env != ociEnvelope {
+	if a.status == http.StatusUnauthorized && env != ociEnvelope && h.Get("WWW-Authenticate") == "" {
 		h.Set("WWW-Authenticate", `Bearer realm="platform"`)
+	}
+	if env == boxEnvelope {
+		if m, ok := boxMessages[a.code]; ok {
+			msg = m
+		}
 	}
 	if a.status == http.StatusServiceUnavailable && h.Get("Retry-After") == "" {
 		h.Set("Retry-After", "1")
@@ -174,6 +180,13 @@ func writeErrorIn(w http.ResponseWriter, r *http.Request, logger *slog.Logger, e
 	default:
 		httpx.WriteProblem(w, r, a.status, a.code, msg, nil)
 	}
+}
+
+// boxMessages are box's own wording for the codes it shares with the edge,
+// so a client sees one message per code whoever answered.
+var boxMessages = map[string]string{
+	"unauthenticated": box.MsgUnauthenticated,
+	"not_found":       box.MsgNotFound,
 }
 
 // boxError is box's error envelope (entitlements.md section 7).

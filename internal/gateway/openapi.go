@@ -82,6 +82,11 @@ func buildOpenAPI() ([]byte, error) {
 		}
 		return components[kind]
 	}
+	for kind, entries := range edgeComponents() {
+		for k, v := range entries {
+			component(kind)[k] = v
+		}
+	}
 	docs := Documents()
 	names := make([]string, 0, len(docs))
 	for name := range docs {
@@ -128,14 +133,9 @@ func buildOpenAPI() ([]byte, error) {
 				if _, ok := op["security"]; !ok && defaultSecurity != nil {
 					op["security"] = defaultSecurity
 				}
-				addEdgeAnswers(op, rt)
+				addEdgeAnswers(op, rt, component("responses"))
 			}
 			paths[p] = item
-		}
-	}
-	for kind, entries := range edgeComponents() {
-		for k, v := range entries {
-			component(kind)[k] = v
 		}
 	}
 	for p, item := range edgePaths() {
@@ -171,23 +171,31 @@ func rename(node any, prefix string) any {
 	return node
 }
 
-// addEdgeAnswers adds the edge's own answers that the operation does not
-// already declare; a service's own declaration of the same status is in the
-// same envelope and stays.
-func addEdgeAnswers(op map[string]any, rt Route) {
-	responses, _ := op["responses"].(map[string]any)
-	if responses == nil {
-		responses = map[string]any{}
-		op["responses"] = responses
+// addEdgeAnswers adds the edge's own answers to op. Where the service
+// declares the same status, the two are merged: either body may come.
+func addEdgeAnswers(op map[string]any, rt Route, responses map[string]any) {
+	declared, _ := op["responses"].(map[string]any)
+	if declared == nil {
+		declared = map[string]any{}
+		op["responses"] = declared
 	}
 	kind := "Problem"
 	if rt.env == boxEnvelope {
 		kind = "Box"
 	}
 	add := func(status, name string) {
-		if _, ok := responses[status]; !ok {
-			responses[status] = map[string]any{"$ref": "#/components/responses/Edge" + kind + name}
+		ref := map[string]any{"$ref": "#/components/responses/Edge" + kind + name}
+		existing, ok := declared[status].(map[string]any)
+		if !ok {
+			declared[status] = ref
+			return
 		}
+		edge := resolve(responses, ref)
+		own := resolve(responses, existing)
+		if edge == nil || own == nil {
+			return
+		}
+		declared[status] = mergeResponses(own, edge)
 	}
 	if !rt.Public {
 		add("401", "Unauthorized")
@@ -198,12 +206,88 @@ func addEdgeAnswers(op map[string]any, rt Route) {
 	add("503", "Unavailable")
 }
 
+// resolve follows a response's $ref into responses.
+func resolve(responses map[string]any, r map[string]any) map[string]any {
+	ref, ok := r["$ref"].(string)
+	if !ok {
+		return r
+	}
+	resolved, _ := responses[strings.TrimPrefix(ref, "#/components/responses/")].(map[string]any)
+	return resolved
+}
+
+// mergeResponses is one response allowing either of two: each media
+// type's schema is anyOf both, and a header is required only when both
+// require it.
+func mergeResponses(a, b map[string]any) map[string]any {
+	desc, _ := a["description"].(string)
+	if d, _ := b["description"].(string); d != "" {
+		desc += " " + d
+	}
+	out := map[string]any{"description": desc}
+	headers := map[string]any{}
+	ah, _ := a["headers"].(map[string]any)
+	bh, _ := b["headers"].(map[string]any)
+	for name, h := range ah {
+		if _, both := bh[name]; both {
+			headers[name] = h
+		} else {
+			headers[name] = optional(h)
+		}
+	}
+	for name, h := range bh {
+		if _, both := ah[name]; !both {
+			headers[name] = optional(h)
+		}
+	}
+	if len(headers) > 0 {
+		out["headers"] = headers
+	}
+	content := map[string]any{}
+	ac, _ := a["content"].(map[string]any)
+	bc, _ := b["content"].(map[string]any)
+	for mt, m := range ac {
+		content[mt] = m
+		if other, ok := bc[mt].(map[string]any); ok {
+			mine, _ := m.(map[string]any)
+			content[mt] = map[string]any{"schema": map[string]any{"anyOf": []any{mine["schema"], other["schema"]}}}
+		}
+	}
+	for mt, m := range bc {
+		if _, ok := content[mt]; !ok {
+			content[mt] = m
+		}
+	}
+	if len(content) > 0 {
+		out["content"] = content
+	}
+	return out
+}
+
+// optional is a header as one of two answers declares it: never required.
+func optional(h any) any {
+	m, ok := h.(map[string]any)
+	if !ok {
+		return h
+	}
+	if _, ok := m["$ref"]; ok {
+		// A referenced header keeps its rule: the services' are ones the
+		// edge also sends (Cache-Control on box's), the edge's are optional.
+		return m
+	}
+	c := make(map[string]any, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	delete(c, "required")
+	return c
+}
+
 // edgeComponents are the edge's answers in each envelope.
 func edgeComponents() map[string]map[string]any {
 	retryAfter := map[string]any{
-		"description": "Whole seconds to wait before trying again.",
-		"required":    true,
-		"schema":      map[string]any{"type": "string", "pattern": "^[1-9][0-9]*$"},
+		"description": "Whole seconds to wait before trying again; the edge always sends it.",
+		"schema":      map[string]any{"type": "integer", "minimum": 1},
 	}
 	rateHeaders := map[string]any{"Retry-After": map[string]any{"$ref": "#/components/headers/EdgeRetryAfter"}}
 	problem := func(status int, code, desc string, headers map[string]any) map[string]any {
@@ -276,12 +360,24 @@ func edgeComponents() map[string]map[string]any {
 					"status": map[string]any{"enum": []any{"ok", "degraded", "unavailable"}},
 					"deps": map[string]any{
 						"type":                 "object",
-						"additionalProperties": map[string]any{"enum": []any{"ok", "unavailable"}},
+						"additionalProperties": false,
+						"required":             []any{keySetDep},
+						"properties":           readinessDeps(),
 					},
 				},
 			},
 		},
 	}
+}
+
+// readinessDeps are the dependencies readiness may name.
+func readinessDeps() map[string]any {
+	state := map[string]any{"enum": []any{"ok", "unavailable"}}
+	deps := map[string]any{keySetDep: state, "redis": state}
+	for _, s := range []string{Identity, Box, Courier, Keyholder, Parlor} {
+		deps[s] = state
+	}
+	return deps
 }
 
 // edgePaths are the routes the gateway answers itself.

@@ -80,11 +80,10 @@ func Routes() []Route {
 		"/v1/accounts/{id}/releases",
 		"/v1/accounts/{id}/approvals",
 		"/v1/accounts/{id}/claims",
-		"/v1/capabilities",
 	} {
 		add(subtree(p, Box)...)
 	}
-	add(newRoute("POST /v1/capabilities/redeem", Box, true))
+	add(newRoute("/v1/capabilities/", Box, false), newRoute("POST /v1/capabilities/redeem", Box, true))
 
 	// courier: /v1/emails and /v1/suppressions are service-to-service
 	// only and never routed (see routes).
