@@ -99,8 +99,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if cfg.IdentityIssuer == "" {
 		return Config{}, errors.New("IDENTITY_ISSUER: is required (or IDENTITY_URL, its default): tokens are verified against the issuer's key set")
 	}
-	if cfg.IdentityURL == "" && cfg.BoxURL == "" {
-		return Config{}, errors.New("IDENTITY_URL: is required unless BOX_URL is set: a gateway with no upstream serves nothing")
+	if cfg.IdentityURL == "" && cfg.BoxURL == "" && cfg.CourierURL == "" && cfg.KeyholderURL == "" && cfg.ParlorURL == "" {
+		return Config{}, errors.New("IDENTITY_URL: is required unless another upstream (BOX_URL, COURIER_URL, KEYHOLDER_URL, PARLOR_URL) is set: a gateway with no upstream serves nothing")
 	}
 	if v := strings.TrimSpace(getenv("REDIS_URL")); v != "" {
 		if _, err := redis.ParseURL(v); err != nil {
