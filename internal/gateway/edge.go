@@ -111,10 +111,13 @@ func (g *Gateway) authenticate(r *http.Request) (caller, error) {
 	}
 	if c, err := r.Cookie(identityCookie); err == nil && c.Value != "" {
 		claims, err := g.verifier.Verify(r.Context(), c.Value)
-		if err != nil {
+		if err == nil {
+			return caller{limitKey: sessionKey(claims, c.Value), viaCookie: true, token: c.Value}, nil
+		}
+		// A stale identity cookie does not hide a live gateway session.
+		if !errors.Is(err, errInvalidToken) || !g.hasSessionCookie(r) {
 			return caller{}, err
 		}
-		return caller{limitKey: sessionKey(claims, c.Value), viaCookie: true, token: c.Value}, nil
 	}
 	if g.sessions != nil {
 		if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
@@ -137,6 +140,13 @@ func (g *Gateway) authenticate(r *http.Request) (caller, error) {
 		}
 	}
 	return caller{}, errTokenRequired
+}
+
+// hasSessionCookie reports whether r carries the gateway's browser
+// session cookie and browser sessions are on.
+func (g *Gateway) hasSessionCookie(r *http.Request) bool {
+	c, err := r.Cookie(sessionCookie)
+	return g.sessions != nil && err == nil && c.Value != ""
 }
 
 // sessionKey is a verified token's own allowance: its session, so that a

@@ -221,6 +221,14 @@ func TestBrowserSession(t *testing.T) {
 		t.Fatalf("upstream Cookie = %q, want other cookies kept and the session cookie removed", c)
 	}
 
+	// A stale identity __Host-session cookie beside it does not hide the
+	// live gateway session.
+	stale := map[string]string{"Cookie": "__Host-session=expired.token.value; " + cookie.Name + "=" + cookie.Value}
+	wantUpstream(t, h.do(t, "GET", "/v1/me", "", stale), "identity")
+	if got := h.identity.last(t).Header.Get("Authorization"); got != "Bearer "+f.issued[0] {
+		t.Fatalf("upstream Authorization = %q with a stale identity cookie, want the session's token", got)
+	}
+
 	// Cookie-authenticated state changes need an allowed Origin.
 	wantProblem(t, h.do(t, "POST", "/v1/accounts", "", withCookie(nil)), http.StatusForbidden, "forbidden")
 	wantProblem(t, h.do(t, "DELETE", "/v1/accounts/a1", "", withCookie(map[string]string{"Origin": "https://evil.example"})), http.StatusForbidden, "forbidden")
