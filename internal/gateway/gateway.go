@@ -1,7 +1,10 @@
-// Package gateway is the platform's edge: it routes requests to identity and
-// box, verifies bearer tokens against identity's key set, limits each
-// caller's request rate, and, when Redis is configured, holds browser
-// sessions so a browser never sees an identity token.
+// Package gateway is the platform's edge: it routes requests to the
+// services (Routes), verifies bearer tokens and identity's session cookie
+// against identity's key set, limits each session's and each address's
+// request rate, answers its own refusals in the envelope of the service
+// behind the route, serves the merged public OpenAPI document, and, when
+// Redis is configured, holds browser sessions so a browser never sees an
+// identity token.
 package gateway
 
 import (
@@ -43,7 +46,8 @@ type Options struct {
 	TrustedProxies int
 	// AllowedOrigins are the origins (scheme://host[:port]) allowed to make
 	// cookie-authenticated state-changing requests; empty means the
-	// request's own host.
+	// gateway's own origin (scheme, host and port). A request the browser
+	// marks Sec-Fetch-Site: same-origin is allowed either way.
 	AllowedOrigins []string
 	// Transport carries proxied requests and identity calls; nil means
 	// NewHTTPTransport().
