@@ -303,4 +303,6 @@ func TestBrowserSessionRedisDown(t *testing.T) {
 	}
 	cookie := "__Host-gw_session=" + strings.Repeat("A", 43)
 	wantProblem(t, h.do(t, "GET", "/v1/me", "", map[string]string{"Cookie": cookie}), http.StatusServiceUnavailable, "unavailable")
+	// Bearer traffic does not need Redis.
+	wantUpstream(t, h.do(t, "GET", "/v1/me", h.token(t), nil), "identity")
 }
