@@ -62,13 +62,13 @@ func (g *Gateway) login(w http.ResponseWriter, r *http.Request) {
 	resp, err := g.callIdentity(r, http.MethodPost, "/v1/session", "", body)
 	if err != nil {
 		g.log.Warn("identity login call failed", "error", safeError(err), "trace_id", httpx.TraceFrom(r.Context()).TraceID)
-		writeError(w, r, g.log, errs.New(CodeUpstreamUnavailable, "the identity service could not be reached"))
+		writeError(w, r, g.log, errs.New(CodeUnavailable, "the identity service could not be reached"))
 		return
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxIdentityBody))
 	if err != nil {
-		writeError(w, r, g.log, errs.New(CodeUpstreamUnavailable, "the identity service's answer was cut short"))
+		writeError(w, r, g.log, errs.New(CodeUnavailable, "the identity service's answer was cut short"))
 		return
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -80,7 +80,7 @@ func (g *Gateway) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := json.Unmarshal(raw, &out); err != nil || out.Token == "" {
 		g.log.Error("identity answered a login without a token", "status", resp.StatusCode)
-		writeError(w, r, g.log, errs.New(CodeUpstreamUnavailable, "the identity service answered unexpectedly"))
+		writeError(w, r, g.log, errs.New(CodeUnavailable, "the identity service answered unexpectedly"))
 		return
 	}
 	claims, err := g.verifier.Verify(r.Context(), out.Token)
@@ -90,7 +90,7 @@ func (g *Gateway) login(w http.ResponseWriter, r *http.Request) {
 			// issuer or key-set misconfiguration, not the caller's fault.
 			g.log.Error("identity issued a token that does not verify; check IDENTITY_ISSUER")
 			g.endIdentitySession(r, out.Token)
-			writeError(w, r, g.log, errs.New(CodeUpstreamUnavailable, "the identity service answered unexpectedly"))
+			writeError(w, r, g.log, errs.New(CodeUnavailable, "the identity service answered unexpectedly"))
 			return
 		}
 		g.endIdentitySession(r, out.Token)
@@ -149,7 +149,7 @@ func (g *Gateway) logout(w http.ResponseWriter, r *http.Request) {
 	resp, err := g.callIdentity(r, http.MethodDelete, "/v1/session", sess.Token, nil)
 	if err != nil {
 		g.log.Warn("identity logout call failed", "error", safeError(err), "trace_id", httpx.TraceFrom(r.Context()).TraceID)
-		writeError(w, r, g.log, errs.New(CodeUpstreamUnavailable, "the identity service could not be reached; the session is still open"))
+		writeError(w, r, g.log, errs.New(CodeUnavailable, "the identity service could not be reached; the session is still open"))
 		return
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxIdentityBody))
@@ -157,7 +157,7 @@ func (g *Gateway) logout(w http.ResponseWriter, r *http.Request) {
 	// 401 means identity no longer knows the session: it has ended.
 	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusUnauthorized {
 		g.log.Warn("identity refused to end a session", "status", resp.StatusCode)
-		writeError(w, r, g.log, errs.New(CodeUpstreamUnavailable, "the identity service could not end the session; it is still open"))
+		writeError(w, r, g.log, errs.New(CodeUnavailable, "the identity service could not end the session; it is still open"))
 		return
 	}
 	if err := g.sessions.Delete(r.Context(), c.Value); err != nil {
@@ -252,10 +252,14 @@ func relay(w http.ResponseWriter, resp *http.Response, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// originAllowed is the CSRF check for cookie-authenticated state changes:
-// the Origin header must name an allowed origin, or, with none configured,
-// the host the request was sent to.
+// originAllowed is the CSRF check for cookie-authenticated state changes
+// (operations.md section 8): the browser says the request is same-origin
+// (Sec-Fetch-Site), or its Origin is exactly an allowed origin or, with
+// none configured, the gateway's own: scheme, host and port.
 func (g *Gateway) originAllowed(r *http.Request) bool {
+	if strings.EqualFold(strings.TrimSpace(r.Header.Get("Sec-Fetch-Site")), "same-origin") {
+		return true
+	}
 	origin := strings.TrimSpace(r.Header.Get("Origin"))
 	if origin == "" || origin == "null" {
 		return false
@@ -264,10 +268,10 @@ func (g *Gateway) originAllowed(r *http.Request) bool {
 		return g.origins[strings.ToLower(strings.TrimRight(origin, "/"))]
 	}
 	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" {
 		return false
 	}
-	return strings.EqualFold(u.Host, r.Host)
+	return strings.EqualFold(u.Scheme, requestProto(r, g.opts.TrustedProxies)) && strings.EqualFold(u.Host, r.Host)
 }
 
 func clearSessionCookie(w http.ResponseWriter) {

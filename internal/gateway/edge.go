@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/textproto"
@@ -13,81 +15,109 @@ import (
 	"github.com/platformco/platform/internal/gateway/session"
 )
 
-type access bool
-
-const (
-	public    access = false
-	protected access = true
-)
-
 // caller is who a request comes from, as far as the gateway could tell.
 type caller struct {
-	subject   string // set when a token verified
-	viaCookie bool   // authenticated by the gateway's session cookie
-	token     string // the identity token behind the cookie
+	// limitKey is the caller's own rate-limit allowance: a verified
+	// token's session, or an API key; empty for an anonymous caller.
+	limitKey  string
+	viaCookie bool   // authenticated by a cookie, not an Authorization header
+	token     string // the identity token to forward in place of the cookie
 }
+
+// apiKeyPrefix starts identity's API keys, which are no JWT: the gateway
+// passes them to the upstream, which checks them with identity
+// (identity-lifecycle.md section 5).
+const apiKeyPrefix = "plat_"
+
+// identityCookie is identity's own session cookie, holding its token.
+const identityCookie = "__Host-session"
 
 var (
 	errTokenRequired = errs.New(CodeTokenRequired, "this route needs a bearer token")
 	errNoSession     = errs.New(CodeNotAuthenticated, "no signed-in browser session")
 	errSessionsDown  = errs.New(CodeSessionStoreUnavailable, "browser sessions are unavailable; try again shortly")
-	errOrigin        = errs.New(CodeOriginRefused, "a cookie-authenticated change must come from an allowed Origin")
+	errOrigin        = errs.New(CodeOriginRefused, "a cookie-authenticated change must come from an allowed origin")
 )
 
-// proxied forwards a route to up. A protected route first authenticates the
-// caller; the caller is then rate limited (by subject when verified, by
-// address otherwise, so failed attempts count too); only then is the
-// authentication outcome answered or the request forwarded.
-func (g *Gateway) proxied(up *upstream, acc access) http.Handler {
+// proxied forwards requests of rt to its service. A protected route first
+// authenticates the caller; the request is then counted against the
+// caller's address and, when it has one, its session or API key; only then
+// is the authentication outcome answered or the request forwarded. Every
+// answer of the edge's own is in the route's envelope.
+func (g *Gateway) proxied(rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		up := g.upstreams[rt.Service]
 		ip := clientIP(r, g.opts.TrustedProxies)
 		var (
 			who     caller
 			authErr error
 		)
-		if acc == protected && up != nil {
+		if !rt.Public && up != nil {
 			who, authErr = g.authenticate(r)
 		}
-		key := "ip:" + ip
-		if who.subject != "" {
-			key = "user:" + who.subject
-		}
-		if !g.admit(w, r, key) {
+		if !g.admit(w, r, rt.env, "ip:"+ip, who.limitKey) {
 			return
 		}
 		if up == nil {
-			writeError(w, r, g.log, errs.New(CodeUpstreamNotConfigured, "this gateway has no upstream for "+r.URL.Path))
+			g.refuse(w, r, rt, errs.New(CodeUpstreamNotConfigured, "no route for "+r.URL.Path))
 			return
 		}
 		if authErr != nil {
 			if errors.Is(authErr, errNoSession) {
 				clearSessionCookie(w)
 			}
-			writeError(w, r, g.log, authErr)
+			g.refuse(w, r, rt, authErr)
 			return
 		}
 		if who.viaCookie && unsafeMethod(r.Method) && !g.originAllowed(r) {
-			writeError(w, r, g.log, errOrigin)
+			g.refuse(w, r, rt, errOrigin)
 			return
 		}
-		g.serveProxy(w, r, up, forward{clientIP: ip, proto: requestProto(r, g.opts.TrustedProxies), bearer: who.token})
+		g.serveProxy(w, r, up, forward{
+			clientIP: ip, proto: requestProto(r, g.opts.TrustedProxies), bearer: who.token, env: rt.env,
+		})
 	})
 }
 
-// authenticate verifies the request's bearer token or, when there is none
-// and browser sessions are on, its session cookie. A request with an
-// Authorization header is judged on that header alone.
+// refuse answers err in rt's envelope; a 401 names the route's service as
+// the realm, as the service itself does.
+func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, rt Route, err error) {
+	if e, ok := errs.As(err); ok && rt.env != ociEnvelope {
+		if a := answers[rt.env][e.Code]; a.status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="`+rt.Service+`"`)
+		}
+	}
+	writeErrorIn(w, r, g.log, rt.env, err)
+}
+
+// authenticate verifies the request's bearer token or, when there is none,
+// identity's session cookie or the gateway's browser session. A request
+// with an Authorization header is judged on that header alone.
 func (g *Gateway) authenticate(r *http.Request) (caller, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, token, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		token = strings.TrimSpace(token)
+		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 			return caller{}, errInvalidToken
 		}
-		claims, err := g.verifier.Verify(r.Context(), strings.TrimSpace(token))
+		if strings.HasPrefix(token, apiKeyPrefix) {
+			return caller{limitKey: "key:" + keyDigest(token)}, nil
+		}
+		claims, err := g.verifier.Verify(r.Context(), token)
 		if err != nil {
 			return caller{}, err
 		}
-		return caller{subject: claims.Subject}, nil
+		return caller{limitKey: sessionKey(claims, token)}, nil
+	}
+	if c, err := r.Cookie(identityCookie); err == nil && c.Value != "" {
+		claims, err := g.verifier.Verify(r.Context(), c.Value)
+		if err == nil {
+			return caller{limitKey: sessionKey(claims, c.Value), viaCookie: true, token: c.Value}, nil
+		}
+		// A stale identity cookie does not hide a live gateway session.
+		if !errors.Is(err, errInvalidToken) || !g.hasSessionCookie(r) {
+			return caller{}, err
+		}
 	}
 	if g.sessions != nil {
 		if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
@@ -106,31 +136,62 @@ func (g *Gateway) authenticate(r *http.Request) (caller, error) {
 				}
 				return caller{}, err
 			}
-			return caller{subject: claims.Subject, viaCookie: true, token: sess.Token}, nil
+			return caller{limitKey: sessionKey(claims, sess.Token), viaCookie: true, token: sess.Token}, nil
 		}
 	}
 	return caller{}, errTokenRequired
+}
+
+// hasSessionCookie reports whether r carries the gateway's browser
+// session cookie and browser sessions are on.
+func (g *Gateway) hasSessionCookie(r *http.Request) bool {
+	c, err := r.Cookie(sessionCookie)
+	return g.sessions != nil && err == nil && c.Value != ""
+}
+
+// sessionKey is a verified token's own allowance: its session, so that a
+// token that leaked (or outlived its logout) exhausts only that session's
+// budget and never its user's. A token without a sid stands for itself.
+func sessionKey(c Claims, token string) string {
+	if c.SessionID != "" {
+		return "sid:" + c.SessionID
+	}
+	return "tok:" + keyDigest(token)
+}
+
+// keyDigest names a credential in the limiter's keys (which Redis holds)
+// without the credential itself.
+func keyDigest(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:12])
 }
 
 // limitedByAddress rate limits a gateway-served route by the caller's
 // address.
 func (g *Gateway) limitedByAddress(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.admit(w, r, "ip:"+clientIP(r, g.opts.TrustedProxies)) {
+		if g.admit(w, r, edgeEnvelope, "ip:"+clientIP(r, g.opts.TrustedProxies), "") {
 			h(w, r)
 		}
 	})
 }
 
-// admit takes one request from key's allowance, sets the RateLimit headers
-// and, over the limit, answers 429 with Retry-After.
-func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, key string) bool {
-	d := g.limiter.Allow(r.Context(), key)
+// admit takes one request from the address's allowance and, when the
+// caller has one, from its own (session or API key); it sets the RateLimit
+// headers from the tighter of the two and, over either limit, answers 429
+// with Retry-After in env.
+func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, env envelope, addrKey, ownKey string) bool {
+	d := g.limiter.Allow(r.Context(), addrKey)
+	if ownKey != "" && d.Allowed {
+		if o := g.limiter.Allow(r.Context(), ownKey); !o.Allowed || o.Remaining < d.Remaining {
+			d = o
+		}
+	}
 	g.setRateHeaders(w.Header(), d)
 	if d.Allowed {
 		return true
 	}
-	writeError(w, r, g.log, &retryError{
+	writeErrorIn(w, r, g.log, env, &retryError{
 		err:        errs.New(CodeRateLimited, "too many requests; slow down"),
 		retryAfter: d.RetryAfter,
 	})

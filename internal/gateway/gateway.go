@@ -1,7 +1,10 @@
-// Package gateway is the platform's edge: it routes requests to identity and
-// box, verifies bearer tokens against identity's key set, limits each
-// caller's request rate, and, when Redis is configured, holds browser
-// sessions so a browser never sees an identity token.
+// Package gateway is the platform's edge: it routes requests to the
+// services (Routes), verifies bearer tokens and identity's session cookie
+// against identity's key set, limits each session's and each address's
+// request rate, answers its own refusals in the envelope of the service
+// behind the route, serves the merged public OpenAPI document, and, when
+// Redis is configured, holds browser sessions so a browser never sees an
+// identity token.
 package gateway
 
 import (
@@ -19,10 +22,13 @@ import (
 
 // Options are the gateway's dependencies and settings.
 type Options struct {
-	// IdentityURL and BoxURL are the upstreams; a nil one makes its routes
-	// answer 404 upstream_not_configured.
-	IdentityURL *url.URL
-	BoxURL      *url.URL
+	// IdentityURL, BoxURL, CourierURL, KeyholderURL and ParlorURL are the
+	// upstreams; a nil one makes its routes answer 404 in their envelope.
+	IdentityURL  *url.URL
+	BoxURL       *url.URL
+	CourierURL   *url.URL
+	KeyholderURL *url.URL
+	ParlorURL    *url.URL
 	// Verifier checks bearer tokens.
 	Verifier *Verifier
 	// Keys is the key-set cache behind Verifier, read by readiness.
@@ -40,10 +46,11 @@ type Options struct {
 	TrustedProxies int
 	// AllowedOrigins are the origins (scheme://host[:port]) allowed to make
 	// cookie-authenticated state-changing requests; empty means the
-	// request's own host.
+	// gateway's own origin (scheme, host and port). A request the browser
+	// marks Sec-Fetch-Site: same-origin is allowed either way.
 	AllowedOrigins []string
 	// Transport carries proxied requests and identity calls; nil means
-	// NewTransport().
+	// NewHTTPTransport().
 	Transport http.RoundTripper
 	Logger    *slog.Logger
 }
@@ -55,12 +62,16 @@ type Gateway struct {
 	verifier *Verifier
 	limiter  ratelimit.Limiter
 	sessions *session.Store
-	identity *upstream
-	box      *upstream
-	client   *http.Client // for the gateway's own calls to identity
-	origins  map[string]bool
-	handler  http.Handler
-	policy   atomic.Pointer[policyHeaders] // the limiter's policy, rendered
+	// upstreams are the configured services by name.
+	upstreams map[string]*upstream
+	// openapiHandler serves the merged public document; openapiErr says
+	// why there is none.
+	openapiHandler http.Handler
+	openapiErr     error
+	client         *http.Client // for the gateway's own calls to identity
+	origins        map[string]bool
+	handler        http.Handler
+	policy         atomic.Pointer[policyHeaders] // the limiter's policy, rendered
 }
 
 // New returns the gateway's handler, with request logging and trace
@@ -70,7 +81,7 @@ func New(opts Options) *Gateway {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Transport == nil {
-		opts.Transport = NewTransport()
+		opts.Transport = NewHTTPTransport()
 	}
 	g := &Gateway{
 		opts:     opts,
@@ -86,16 +97,21 @@ func New(opts Options) *Gateway {
 	for _, o := range opts.AllowedOrigins {
 		g.origins[strings.ToLower(strings.TrimRight(o, "/"))] = true
 	}
-	if opts.IdentityURL != nil {
-		g.identity = g.newUpstream("identity", opts.IdentityURL)
+	g.upstreams = make(map[string]*upstream)
+	for name, u := range map[string]*url.URL{
+		Identity: opts.IdentityURL, Box: opts.BoxURL, Courier: opts.CourierURL,
+		Keyholder: opts.KeyholderURL, Parlor: opts.ParlorURL,
+	} {
+		if u != nil {
+			g.upstreams[name] = g.newUpstream(name, u)
+		}
 	}
-	if opts.BoxURL != nil {
-		g.box = g.newUpstream("box", opts.BoxURL)
-	}
+	g.loadOpenAPI()
 	internal := func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteProblem(w, r, http.StatusInternalServerError, CodeInternal, "internal error", nil)
 	}
-	g.handler = httpx.Chain(g.routes(), httpx.Observe(g.log, internal))
+	mux := g.routes()
+	g.handler = httpx.Chain(g.limitHeaders(mux), httpx.Observe(g.log, internal))
 	return g
 }
 

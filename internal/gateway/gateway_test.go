@@ -69,21 +69,21 @@ func TestTokenVerification(t *testing.T) {
 		{"OKEdDSA", ks.Token(t, "k1", claims(nil)), ""},
 		{"OKES256", ks.Token(t, "ec1", claims(nil)), ""},
 		{"OKExpiredWithinLeeway", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-10 * time.Second).Unix() })), ""},
-		{"ErrForged", gatewaytest.Sign(t, "EdDSA", "k1", attacker, claims(nil)), gateway.CodeInvalidToken},
-		{"ErrExpired", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-2 * time.Minute).Unix() })), gateway.CodeInvalidToken},
-		{"ErrNoExp", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { delete(c, "exp") })), gateway.CodeInvalidToken},
-		{"ErrWrongIssuer", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })), gateway.CodeInvalidToken},
-		{"ErrNoIssuer", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { delete(c, "iss") })), gateway.CodeInvalidToken},
-		{"ErrNoSubject", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { delete(c, "sub") })), gateway.CodeInvalidToken},
-		{"ErrIssuedInTheFuture", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["iat"] = time.Now().Add(10 * time.Minute).Unix() })), gateway.CodeInvalidToken},
-		{"ErrAlgNone", none(), gateway.CodeInvalidToken},
-		{"ErrHS256KeyedWithPublicKey", hmacWithPublicKey(), gateway.CodeInvalidToken},
-		{"ErrES256UnderEdDSAKid", gatewaytest.Sign(t, "ES256", "k1", ks.Key("ec1").Private, claims(nil)), gateway.CodeInvalidToken},
-		{"ErrEdDSAUnderES256Kid", gatewaytest.Sign(t, "EdDSA", "ec1", ks.Key("k1").Private, claims(nil)), gateway.CodeInvalidToken},
-		{"ErrUnknownKid", gatewaytest.Sign(t, "EdDSA", "nope", attacker, claims(nil)), gateway.CodeInvalidToken},
-		{"ErrNoKid", gatewaytest.Sign(t, "EdDSA", "", ks.Key("k1").Private, claims(nil)), gateway.CodeInvalidToken},
-		{"ErrGarbage", "not.a.token", gateway.CodeInvalidToken},
-		{"ErrNoToken", "", gateway.CodeTokenRequired},
+		{"ErrForged", gatewaytest.Sign(t, "EdDSA", "k1", attacker, claims(nil)), "unauthorized"},
+		{"ErrExpired", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-2 * time.Minute).Unix() })), "unauthorized"},
+		{"ErrNoExp", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { delete(c, "exp") })), "unauthorized"},
+		{"ErrWrongIssuer", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })), "unauthorized"},
+		{"ErrNoIssuer", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { delete(c, "iss") })), "unauthorized"},
+		{"ErrNoSubject", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { delete(c, "sub") })), "unauthorized"},
+		{"ErrIssuedInTheFuture", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["iat"] = time.Now().Add(10 * time.Minute).Unix() })), "unauthorized"},
+		{"ErrAlgNone", none(), "unauthorized"},
+		{"ErrHS256KeyedWithPublicKey", hmacWithPublicKey(), "unauthorized"},
+		{"ErrES256UnderEdDSAKid", gatewaytest.Sign(t, "ES256", "k1", ks.Key("ec1").Private, claims(nil)), "unauthorized"},
+		{"ErrEdDSAUnderES256Kid", gatewaytest.Sign(t, "EdDSA", "ec1", ks.Key("k1").Private, claims(nil)), "unauthorized"},
+		{"ErrUnknownKid", gatewaytest.Sign(t, "EdDSA", "nope", attacker, claims(nil)), "unauthorized"},
+		{"ErrNoKid", gatewaytest.Sign(t, "EdDSA", "", ks.Key("k1").Private, claims(nil)), "unauthorized"},
+		{"ErrGarbage", "not.a.token", "unauthorized"},
+		{"ErrNoToken", "", "unauthorized"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,7 +108,7 @@ func TestTokenVerification(t *testing.T) {
 
 	t.Run("ErrNotBearer", func(t *testing.T) {
 		w := h.do(t, http.MethodGet, "/v1/me", "", map[string]string{"Authorization": "Basic dXNlcjpwYXNz"})
-		wantProblem(t, w, http.StatusUnauthorized, gateway.CodeInvalidToken)
+		wantProblem(t, w, http.StatusUnauthorized, "unauthorized")
 	})
 }
 
@@ -118,7 +118,7 @@ func TestKeySetOutage(t *testing.T) {
 
 	for _, tok := range []string{h.token(t), "garbage"} {
 		w := h.do(t, http.MethodGet, "/v1/me", tok, nil)
-		wantProblem(t, w, http.StatusServiceUnavailable, gateway.CodeIdentityUnavailable)
+		wantProblem(t, w, http.StatusServiceUnavailable, "unavailable")
 		ra, err := strconv.Atoi(w.Header().Get("Retry-After"))
 		if err != nil || ra < 1 {
 			t.Fatalf("Retry-After = %q, want whole seconds >= 1", w.Header().Get("Retry-After"))
@@ -138,7 +138,7 @@ func TestKeySetOutage(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &ready); err != nil {
 		t.Fatal(err)
 	}
-	if ready.Status != "unavailable" || ready.Deps["identity"] != "unavailable" {
+	if ready.Status != "unavailable" || ready.Deps["key_set"] != "unavailable" {
 		t.Fatalf("/readyz body = %s", w.Body.String())
 	}
 	if _, ok := ready.Deps["redis"]; ok {
@@ -163,7 +163,7 @@ func TestKeySetExpiredAfterFailedRefresh(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "503 after expiry", func() bool {
 		return h.do(t, http.MethodGet, "/v1/me", tok, nil).Code == http.StatusServiceUnavailable
 	})
-	wantProblem(t, h.do(t, http.MethodGet, "/v1/me", tok, nil), http.StatusServiceUnavailable, gateway.CodeIdentityUnavailable)
+	wantProblem(t, h.do(t, http.MethodGet, "/v1/me", tok, nil), http.StatusServiceUnavailable, "unavailable")
 }
 
 func TestKeySetUnparseableAnswerKeepsGoodKeys(t *testing.T) {
@@ -173,7 +173,7 @@ func TestKeySetUnparseableAnswerKeepsGoodKeys(t *testing.T) {
 	before := h.keys.Hits()
 	// An unknown kid forces an early refresh, which now reads garbage.
 	unknown := gatewaytest.Sign(t, "EdDSA", "k9", gatewaytest.NewSigner(t, "EdDSA"), h.keys.Claims(userID, time.Minute))
-	wantProblem(t, h.do(t, http.MethodGet, "/v1/me", unknown, nil), http.StatusUnauthorized, gateway.CodeInvalidToken)
+	wantProblem(t, h.do(t, http.MethodGet, "/v1/me", unknown, nil), http.StatusUnauthorized, "unauthorized")
 	if h.keys.Hits() == before {
 		t.Fatal("the unknown kid did not trigger a refresh")
 	}
@@ -241,7 +241,7 @@ func TestRouting(t *testing.T) {
 				wantUpstream(t, w, tt.upstream)
 				return
 			}
-			wantProblem(t, h.do(t, tt.method, tt.path, "", nil), http.StatusUnauthorized, gateway.CodeTokenRequired)
+			wantRefusal(t, h.do(t, tt.method, tt.path, "", nil), tt.upstream, http.StatusUnauthorized)
 			w := h.do(t, tt.method, tt.path, tok, nil)
 			wantUpstream(t, w, tt.upstream)
 			rec := h.identity
@@ -265,27 +265,39 @@ func TestRouting(t *testing.T) {
 
 func TestUpstreamNotConfigured(t *testing.T) {
 	h := newHarness(t, setup{noBox: true})
-	wantProblem(t, h.do(t, "GET", "/v1/accounts/a1/entitlements", h.token(t), nil), http.StatusNotFound, gateway.CodeUpstreamNotConfigured)
+	wantBoxError(t, h.do(t, "GET", "/v1/accounts/a1/entitlements", h.token(t), nil), http.StatusNotFound, "not_found")
 	wantUpstream(t, h.do(t, "GET", "/v1/me", h.token(t), nil), "identity")
 }
 
-func TestUpstreamDownIs502(t *testing.T) {
+// TestUpstreamDownIs503: platform.md section 7 says a dependency that is
+// down is a 503; the edge says it in the route's envelope, never 502.
+func TestUpstreamDownIs503(t *testing.T) {
 	h := newHarness(t, setup{})
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()
 	g := gateway.New(gateway.Options{
-		IdentityURL: mustURL(t, h.keys.URL),
+		IdentityURL: mustURL(t, deadURL),
 		BoxURL:      mustURL(t, deadURL),
 		Verifier:    gateway.NewVerifier(h.cache, h.keys.Issuer),
 		Keys:        h.cache,
 		Limiter:     h.limiter,
 	})
-	r := httptest.NewRequest("GET", "/v1/operator/releases", nil)
-	r.Header.Set("Authorization", "Bearer "+h.token(t))
-	w := httptest.NewRecorder()
-	g.ServeHTTP(w, r)
-	wantProblem(t, w, http.StatusBadGateway, gateway.CodeUpstreamUnavailable)
+	for _, tt := range []struct{ name, path, service string }{
+		{"Box", "/v1/operator/releases", "box"},
+		{"Identity", "/v1/me", "identity"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", tt.path, nil)
+			r.Header.Set("Authorization", "Bearer "+h.token(t))
+			w := httptest.NewRecorder()
+			g.ServeHTTP(w, r)
+			wantRefusal(t, w, tt.service, http.StatusServiceUnavailable)
+			if w.Header().Get("Retry-After") == "" {
+				t.Error("503 without Retry-After")
+			}
+		})
+	}
 }
 
 func TestForwardedHeaders(t *testing.T) {
@@ -371,26 +383,48 @@ func TestRateLimitHeadersFollowThePolicy(t *testing.T) {
 	}
 }
 
-func TestRateLimitPerProcess(t *testing.T) {
+// TestRateLimitPerSessionAndAddress: a request counts against its
+// session and its address, never its user, so a token that leaked (or
+// outlived its logout) exhausts only its own session's budget.
+func TestRateLimitPerSessionAndAddress(t *testing.T) {
 	h := newHarness(t, setup{rateLimit: 3})
-	tok := h.token(t)
+	tokA := h.sessionToken(t, userID, "5f0c6c36-3a8e-4a4e-9d55-8f1f0e5d2a11")
+	tokB := h.sessionToken(t, userID, "6a1d7d47-4b9f-4b5f-8e66-9a2a1f6e3b22")
+	tokC := h.sessionToken(t, "7d2f3c1a-0000-4000-8000-000000000001", "7b2e8e58-5ca0-4c60-9f77-ab3b2a7f4c33")
+	from := func(addr string) map[string]string { return map[string]string{"RemoteAddr": addr + ":40000"} }
 	for i := range 3 {
-		w := h.do(t, "GET", "/v1/me", tok, nil)
+		w := h.do(t, "GET", "/v1/me", tokA, from("192.0.2.1"))
 		wantUpstream(t, w, "identity")
 		if got := w.Header().Get("RateLimit-Remaining"); got != strconv.Itoa(2-i) {
 			t.Errorf("RateLimit-Remaining = %q after %d requests, want %d", got, i+1, 2-i)
 		}
 	}
-	w := h.do(t, "GET", "/v1/me", tok, nil)
-	wantProblem(t, w, http.StatusTooManyRequests, gateway.CodeRateLimited)
+	w := h.do(t, "GET", "/v1/me", tokA, from("192.0.2.1"))
+	wantProblem(t, w, http.StatusTooManyRequests, "rate_limited")
 	if ra, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || ra < 1 {
 		t.Fatalf("Retry-After = %q, want whole seconds >= 1", w.Header().Get("Retry-After"))
 	}
+	// The same user's other session, from elsewhere, is unaffected.
+	wantUpstream(t, h.do(t, "GET", "/v1/me", tokB, from("192.0.2.2")), "identity")
+	// The spent session stays spent from a fresh address...
+	wantProblem(t, h.do(t, "GET", "/v1/me", tokA, from("192.0.2.3")), http.StatusTooManyRequests, "rate_limited")
+	// ...and the spent address refuses another session too.
+	wantProblem(t, h.do(t, "GET", "/v1/me", tokC, from("192.0.2.1")), http.StatusTooManyRequests, "rate_limited")
+	// On a box route the refusal is in box's envelope.
+	wantBoxError(t, h.do(t, "GET", "/v1/operator/releases", tokA, from("192.0.2.4")), http.StatusTooManyRequests, "rate_limited")
 
-	// The limit is the subject's, not the address's: another user from the
-	// same address is unaffected.
-	other := h.keys.Token(t, "k1", h.keys.Claims("7d2f3c1a-0000-4000-8000-000000000001", time.Minute))
-	wantUpstream(t, h.do(t, "GET", "/v1/me", other, nil), "identity")
+	// A plat_ API key passes through unverified and has a budget of its
+	// own: exhausting one key leaves another key alone.
+	key1, key2 := "plat_"+strings.Repeat("a", 43), "plat_"+strings.Repeat("b", 43)
+	for range 3 {
+		wantUpstream(t, h.do(t, "GET", "/v1/accounts/a1", key1, from("192.0.2.5")), "identity")
+	}
+	if got := h.identity.last(t).Header.Get("Authorization"); got != "Bearer "+key1 {
+		t.Errorf("upstream Authorization = %q, want the API key passed through", got)
+	}
+	wantProblem(t, h.do(t, "GET", "/v1/accounts/a1", key1, from("192.0.2.6")), http.StatusTooManyRequests, "rate_limited")
+	wantUpstream(t, h.do(t, "GET", "/v1/accounts/a1", key2, from("192.0.2.7")), "identity")
+
 	// Probes are never limited.
 	for range 10 {
 		if w := h.do(t, "GET", "/healthz", "", nil); w.Code != http.StatusOK {

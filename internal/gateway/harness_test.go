@@ -162,6 +162,14 @@ func (h *harness) do(t *testing.T, method, path, token string, hdr map[string]st
 	return w
 }
 
+// sessionToken is a token of user's session sid.
+func (h *harness) sessionToken(t *testing.T, user, sid string) string {
+	t.Helper()
+	c := h.keys.Claims(user, 15*time.Minute)
+	c["sid"] = sid
+	return h.keys.Token(t, "k1", c)
+}
+
 func (h *harness) token(t *testing.T) string {
 	return h.keys.Token(t, "k1", h.keys.Claims("0b7c1f7e-6a55-4d3b-9f0e-3d7b1c2a9e10", 15*time.Minute))
 }
@@ -198,4 +206,44 @@ func wantUpstream(t *testing.T, w *httptest.ResponseRecorder, name string) {
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got.Upstream != name {
 		t.Fatalf("answered by %q (%v), want %s", got.Upstream, err, name)
 	}
+}
+
+// wantBoxError checks an answer in box's envelope.
+func wantBoxError(t *testing.T, w *httptest.ResponseRecorder, status int, code string) {
+	t.Helper()
+	if w.Code != status {
+		t.Fatalf("status = %d, want %d (body %s)", w.Code, status, w.Body.String())
+	}
+	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("Content-Type = %q, want application/json", ct)
+	}
+	var body struct {
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.Error == nil {
+		t.Fatalf("body %s is not box's envelope (%v)", w.Body.String(), err)
+	}
+	if body.Error.Code != code || body.Error.Message == "" {
+		t.Fatalf("error = %+v, want code %q with a message", *body.Error, code)
+	}
+}
+
+// wantRefusal checks the edge's own answer in the envelope of service:
+// box's, or identity's problem+json.
+func wantRefusal(t *testing.T, w *httptest.ResponseRecorder, service string, status int) {
+	t.Helper()
+	codes := map[int][2]string{
+		http.StatusUnauthorized:       {"unauthorized", "unauthenticated"},
+		http.StatusTooManyRequests:    {"rate_limited", "rate_limited"},
+		http.StatusServiceUnavailable: {"unavailable", "unavailable"},
+		http.StatusNotFound:           {"not_found", "not_found"},
+	}
+	if service == "box" {
+		wantBoxError(t, w, status, codes[status][1])
+		return
+	}
+	wantProblem(t, w, status, codes[status][0])
 }

@@ -12,20 +12,12 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/errs"
-	"github.com/platformco/platform/internal/hop"
 	"github.com/platformco/platform/internal/httpx"
 )
 
 // identityCallTimeout bounds the gateway's own calls to identity (login and
 // logout).
 const identityCallTimeout = 10 * time.Second
-
-// NewTransport returns the transport for upstream calls: body-less reads
-// go over the gateway's own connections (package hop), everything else
-// through NewHTTPTransport, with the same settings.
-func NewTransport() http.RoundTripper {
-	return hop.New(NewHTTPTransport())
-}
 
 // NewHTTPTransport returns net/http's transport with the gateway's
 // settings. The default transport keeps two idle connections per host,
@@ -62,6 +54,7 @@ type forward struct {
 	clientIP string
 	proto    string
 	bearer   string
+	env      envelope // the route's error contract
 }
 
 type forwardKey struct{}
@@ -81,6 +74,12 @@ func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 func (g *Gateway) newUpstream(name string, base *url.URL) *upstream {
 	pool := &bufferPool{}
+	var flush time.Duration
+	if name == Keyholder {
+		// Registry blobs stream through: every read is passed on at once
+		// instead of waiting for a buffer to fill.
+		flush = -1
+	}
 	return &upstream{
 		name: name,
 		base: base,
@@ -103,27 +102,30 @@ func (g *Gateway) newUpstream(name string, base *url.URL) *upstream {
 				}
 				stripSessionCookie(pr.Out)
 			},
-			Transport:    g.opts.Transport,
-			BufferPool:   pool,
-			ErrorHandler: g.proxyError(name),
+			Transport:     g.opts.Transport,
+			BufferPool:    pool,
+			FlushInterval: flush,
+			ErrorHandler:  g.proxyError(name),
 		},
 	}
 }
 
-// proxyError answers an unreachable or failing upstream with a 502 problem
-// instead of a dropped connection.
+// proxyError answers an unreachable or failing upstream with 503
+// unavailable in the route's envelope (platform.md section 7: a dependency
+// that is down is a 503, never a 502), instead of a dropped connection.
 func (g *Gateway) proxyError(name string) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		if r.Context().Err() != nil {
 			// The caller went away; there is nobody to answer.
 			g.log.Info("caller left before the upstream answered", "upstream", name,
 				"path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
-			w.WriteHeader(http.StatusBadGateway)
+			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
 		g.log.Warn("upstream request failed", "upstream", name, "method", r.Method, "path", r.URL.Path,
 			"error", safeError(err), "trace_id", httpx.TraceFrom(r.Context()).TraceID)
-		writeError(w, r, g.log, errs.New(CodeUpstreamUnavailable, "the "+name+" service could not be reached"))
+		fw, _ := r.Context().Value(forwardKey{}).(forward)
+		writeErrorIn(w, r, g.log, fw.env, errs.New(CodeUnavailable, "the "+name+" service could not be reached"))
 	}
 }
 

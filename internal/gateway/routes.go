@@ -7,32 +7,119 @@ import (
 	"github.com/platformco/platform/internal/httpx"
 )
 
-// boxRoutes are the path prefixes box serves (operations.md section 5);
-// each is routed as itself and as the root of a subtree.
-var boxRoutes = []string{
-	"/v1/operator/entitlements",
-	"/v1/operator/releases",
-	"/v1/accounts/{id}/entitlements",
-	"/v1/accounts/{id}/artifact_fetches",
-	"/v1/accounts/{id}/audit-events",
-	"/v1/accounts/{id}/releases",
-	"/v1/accounts/{id}/approvals",
-	"/v1/accounts/{id}/claims",
+// The services behind the gateway.
+const (
+	Identity  = "identity"
+	Box       = "box"
+	Courier   = "courier"
+	Keyholder = "keyholder"
+	Parlor    = "parlor"
+)
+
+// Route is one entry of the routing table: requests matching Pattern (a
+// ServeMux pattern) go to Service, with or without a verified caller.
+type Route struct {
+	Pattern string
+	Service string
+	Public  bool
+	env     envelope
 }
 
+// envelopeOf is each service's error contract; keyholder's /v2 routes say
+// their own.
+var envelopeOf = map[string]envelope{
+	Identity:  problemEnvelope,
+	Box:       boxEnvelope,
+	Courier:   problemEnvelope,
+	Keyholder: problemEnvelope,
+	Parlor:    problemEnvelope,
+}
+
+func newRoute(pattern, service string, public bool) Route {
+	return Route{Pattern: pattern, Service: service, Public: public, env: envelopeOf[service]}
+}
+
+// subtree routes prefix as itself and as the root of a subtree.
+func subtree(prefix, service string) []Route {
+	return []Route{newRoute(prefix, service, false), newRoute(prefix+"/", service, false)}
+}
+
+// Routes is the gateway's routing table (operations.md sections 5 and 7).
+// A route is protected (a verified token, identity's session cookie, a
+// gateway browser session, or a plat_ API key) unless Public.
+func Routes() []Route {
+	var t []Route
+	add := func(rs ...Route) { t = append(t, rs...) }
+
+	// identity: everything under /v1 that no other service claims.
+	add(newRoute("/v1/", Identity, false),
+		newRoute("POST /v1/users", Identity, true),
+		newRoute("POST /v1/session", Identity, true),
+		newRoute("POST /v1/session/mfa", Identity, true),
+		newRoute("POST /v1/email/verify", Identity, true),
+		newRoute("POST /v1/email/change/confirm", Identity, true),
+		newRoute("POST /v1/password/reset", Identity, true),
+		newRoute("POST /v1/password/reset/confirm", Identity, true),
+		newRoute("GET /.well-known/jwks.json", Identity, true),
+		// The OpenID Provider checks its own clients and tokens.
+		newRoute("/.well-known/openid-configuration", Identity, true),
+		newRoute("/oauth2/", Identity, true))
+	add(subtree("/v1/email", Identity)...)
+	add(subtree("/v1/password", Identity)...)
+	add(subtree("/v1/me", Identity)...)
+	add(subtree("/v1/accounts/{id}/api_keys", Identity)...)
+	add(subtree("/v1/accounts/{id}/oidc_clients", Identity)...)
+
+	// box
+	for _, p := range []string{
+		"/v1/operator/entitlements",
+		"/v1/operator/releases",
+		"/v1/accounts/{id}/entitlements",
+		"/v1/accounts/{id}/artifact_fetches",
+		"/v1/accounts/{id}/audit-events",
+		"/v1/accounts/{id}/releases",
+		"/v1/accounts/{id}/approvals",
+		"/v1/accounts/{id}/claims",
+	} {
+		add(subtree(p, Box)...)
+	}
+	add(newRoute("/v1/capabilities/", Box, false), newRoute("POST /v1/capabilities/redeem", Box, true))
+
+	// courier: /v1/emails and /v1/suppressions are service-to-service
+	// only and never routed (see routes).
+	add(subtree("/v1/me/preferences", Courier)...)
+	add(subtree("/v1/accounts/{id}/webhook_endpoints", Courier)...)
+
+	// keyholder: /v2 checks its own Basic credential, and streams blobs.
+	add(newRoute("/v1/exchange", Keyholder, true))
+	add(subtree("/v1/credentials", Keyholder)...)
+	add(subtree("/v1/accounts/{id}/pulls", Keyholder)...)
+	v2 := newRoute("/v2/", Keyholder, true)
+	v2.env = ociEnvelope
+	add(v2)
+
+	// parlor: every other path; it decides which pages need a session.
+	add(newRoute("/", Parlor, true))
+	return t
+}
+
+// internalOnly are paths that exist on a service but never at the edge.
+var internalOnly = []string{"/v1/emails", "/v1/emails/", "/v1/suppressions", "/v1/suppressions/"}
+
 // routes is the gateway's whole surface. Every route but the probes is
-// rate limited; every proxied route but the public ones needs a verified
-// token or browser session.
+// rate limited.
 func (g *Gateway) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 
 	mux.Handle("GET /healthz", httpx.Healthz())
 	mux.Handle("GET /readyz", httpx.Readyz(g.readiness))
+	mux.Handle("GET /openapi.json", g.limitedByAddress(g.serveOpenAPI))
 	mux.Handle("/healthz", g.methodNotAllowed("GET, HEAD"))
 	mux.Handle("/readyz", g.methodNotAllowed("GET, HEAD"))
+	mux.Handle("/openapi.json", g.methodNotAllowed("GET, HEAD"))
 
 	// /auth/* exists only with both IDENTITY_URL and REDIS_URL; otherwise
-	// it falls through to the 404 below.
+	// it falls through to parlor, or the 404 of an unset upstream.
 	if g.sessions != nil {
 		mux.Handle("POST /auth/login", g.limitedByAddress(g.login))
 		mux.Handle("POST /auth/logout", g.limitedByAddress(g.logout))
@@ -42,21 +129,14 @@ func (g *Gateway) routes() *http.ServeMux {
 		mux.Handle("/auth/session", g.methodNotAllowed("GET, HEAD"))
 	}
 
-	for _, p := range boxRoutes {
-		mux.Handle(p, g.proxied(g.box, protected))
-		mux.Handle(p+"/", g.proxied(g.box, protected))
+	for _, rt := range Routes() {
+		mux.Handle(rt.Pattern, g.proxied(rt))
 	}
-	mux.Handle("/v1/capabilities/", g.proxied(g.box, protected))
-	mux.Handle("POST /v1/capabilities/redeem", g.proxied(g.box, public))
-
-	mux.Handle("POST /v1/users", g.proxied(g.identity, public))
-	mux.Handle("POST /v1/session", g.proxied(g.identity, public))
-	mux.Handle("GET /.well-known/jwks.json", g.proxied(g.identity, public))
-	mux.Handle("/v1/", g.proxied(g.identity, protected))
-
-	mux.Handle("/", g.limitedByAddress(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, g.log, errs.New(CodeNotFound, "no route for "+r.URL.Path))
-	}))
+	for _, p := range internalOnly {
+		mux.Handle(p, g.limitedByAddress(func(w http.ResponseWriter, r *http.Request) {
+			writeErrorIn(w, r, g.log, problemEnvelope, errs.New(CodeNotFound, "no route for "+r.URL.Path))
+		}))
+	}
 	return mux
 }
 

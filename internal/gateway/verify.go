@@ -21,6 +21,8 @@ type KeySource interface {
 	Status(now time.Time) jwks.Status
 	Lookup(kid string, now time.Time) (jwks.Key, bool)
 	RefreshEarly(ctx context.Context) bool
+	// Check reports whether the key set can be fetched now (readiness).
+	Check(ctx context.Context) error
 }
 
 var _ KeySource = (*jwks.Cache)(nil)

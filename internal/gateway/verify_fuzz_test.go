@@ -24,6 +24,7 @@ func (k oneKey) Lookup(kid string, _ time.Time) (jwks.Key, bool) {
 	return k.key, kid == k.key.ID
 }
 func (k oneKey) RefreshEarly(context.Context) bool { return false }
+func (k oneKey) Check(context.Context) error       { return nil }
 
 // FuzzVerify: whatever the bearer token, the verifier answers claims or
 // the one invalid-token error, never a panic; and mutating a valid token

@@ -11,16 +11,23 @@ package tokencache
 import (
 	"crypto"
 	"crypto/sha256"
-	"sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
 )
 
+// memoryTTL is the longest an entry stays in memory, however long its token
+// lives: past it the token is verified again, which costs one signature
+// check per live token every memoryTTL.
+const memoryTTL = 10 * time.Minute
+
 // Cache holds verified tokens' claims, keyed by a digest of the token (so
-// no bearer secret is kept as a key).
+// no bearer secret is kept as a key), in a least-recently-used cache whose
+// entries also leave memory memoryTTL after they were added. The LRU runs
+// one cleanup goroutine for the life of the process, so a process makes one
+// Cache per verifier, not one per request.
 type Cache[C any] struct {
-	mu      sync.Mutex
-	entries map[[32]byte]entry[C]
-	max     int
+	lru *expirable.LRU[[32]byte, entry[C]]
 }
 
 type entry[C any] struct {
@@ -30,20 +37,17 @@ type entry[C any] struct {
 	expires time.Time
 }
 
-// New returns a cache of at most max tokens. When it is full it starts
-// over: a bound on memory that costs one verification per live token.
+// New returns a cache of at most max tokens; when it is full the least
+// recently used token is forgotten.
 func New[C any](max int) *Cache[C] {
-	return &Cache[C]{entries: make(map[[32]byte]entry[C]), max: max}
+	return &Cache[C]{lru: expirable.NewLRU[[32]byte, entry[C]](max, nil, memoryTTL)}
 }
 
 // Get returns the claims of token when it verified before, is unexpired
 // at now, and lookup still returns the same key for its kid.
 func (c *Cache[C]) Get(token string, now time.Time, lookup func(kid string) (crypto.PublicKey, bool)) (C, bool) {
 	var zero C
-	sum := digest(token)
-	c.mu.Lock()
-	e, ok := c.entries[sum]
-	c.mu.Unlock()
+	e, ok := c.lru.Get(digest(token))
 	if !ok || !now.Before(e.expires) {
 		return zero, false
 	}
@@ -57,13 +61,7 @@ func (c *Cache[C]) Get(token string, now time.Time, lookup func(kid string) (cry
 // Put remembers that token verified with key (published as kid) and is
 // good until expires.
 func (c *Cache[C]) Put(token string, claims C, kid string, key crypto.PublicKey, expires time.Time) {
-	sum := digest(token)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.entries) >= c.max {
-		c.entries = make(map[[32]byte]entry[C], c.max/4)
-	}
-	c.entries[sum] = entry[C]{claims: claims, kid: kid, key: key, expires: expires}
+	c.lru.Add(digest(token), entry[C]{claims: claims, kid: kid, key: key, expires: expires})
 }
 
 // sameKey compares public keys by value (ed25519, ecdsa and rsa keys all

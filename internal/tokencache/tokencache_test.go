@@ -57,8 +57,15 @@ func TestCacheIsBounded(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		c.Put(fmt.Sprint("tok", i), i, "k", k, time.Now().Add(time.Hour))
 	}
-	if n := len(c.entries); n > 100 {
-		t.Errorf("cache holds %d entries, bound 100", n)
+	if n := c.lru.Len(); n != 100 {
+		t.Errorf("cache holds %d entries, want the bound, 100", n)
+	}
+	lookup := func(string) (crypto.PublicKey, bool) { return k, true }
+	if _, ok := c.Get("tok999", time.Now(), lookup); !ok {
+		t.Error("the most recent token was evicted")
+	}
+	if _, ok := c.Get("tok0", time.Now(), lookup); ok {
+		t.Error("the least recently used token is still held")
 	}
 }
 

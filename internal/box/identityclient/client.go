@@ -22,7 +22,6 @@ import (
 
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/errs"
-	"github.com/platformco/platform/internal/hop"
 	"github.com/platformco/platform/internal/httpx"
 )
 
@@ -52,10 +51,8 @@ func New(baseURL string, timeout time.Duration, logger *slog.Logger) *Client {
 	// Every box request makes one identity call, so the idle pool must
 	// cover box's peak concurrency: past MaxIdleConnsPerHost a finished
 	// call closes its connection and the next one dials again. With 64,
-	// 128 concurrent artifact checks fell below the rate of 32. Every call
-	// is a GET, which over plain HTTP goes over hop's own connections with
-	// these settings.
-	transport := hop.New(&http.Transport{
+	// 128 concurrent artifact checks fell below the rate of 32.
+	transport := &http.Transport{
 		Proxy:                  http.ProxyFromEnvironment,
 		DialContext:            (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:      true,
@@ -65,7 +62,7 @@ func New(baseURL string, timeout time.Duration, logger *slog.Logger) *Client {
 		TLSHandshakeTimeout:    timeout,
 		ResponseHeaderTimeout:  timeout,
 		MaxResponseHeaderBytes: 64 << 10,
-	})
+	}
 	return &Client{
 		base:    strings.TrimRight(baseURL, "/"),
 		timeout: timeout,

@@ -29,7 +29,8 @@ func startGateway(t *testing.T, s *stack, extra e2e.Env) *e2e.Proc {
 
 // TestRedisOutage: with Redis stopped the gateway keeps serving, limits
 // callers per process (429 past the limit, never for everyone), and says so
-// in readiness; with Redis back readiness is 200 again by itself.
+// in readiness, which stays 200 "degraded" (operations.md section 8); with
+// Redis back readiness is "ok" again by itself.
 func TestRedisOutage(t *testing.T) {
 	redis := startRedis(t)
 	s := newStack(t, startPostgres(t), stackOptions{})
@@ -47,8 +48,10 @@ func TestRedisOutage(t *testing.T) {
 	redis.stop(t, syscall.SIGTERM)
 	testutil.Eventually(t, 10*time.Second, "readiness to report Redis", func() bool {
 		r := c.Do(t, "GET", "/readyz", nil)
-		deps, _ := r.JSON(t)["deps"].(map[string]any)
-		return r.Status == 503 && deps["redis"] == "unavailable" && deps["identity"] == "ok"
+		body := r.JSON(t)
+		deps, _ := body["deps"].(map[string]any)
+		return r.Status == 200 && body["status"] == "degraded" && deps["redis"] == "unavailable" &&
+			deps["identity"] == "ok" && deps["key_set"] == "ok"
 	})
 	if got := healthz(gw.URL); got != 200 {
 		t.Errorf("gateway /healthz = %d with Redis down", got)
@@ -72,7 +75,10 @@ func TestRedisOutage(t *testing.T) {
 	}
 
 	redis.start(t)
-	testutil.Eventually(t, 15*time.Second, "readiness 200 with Redis back", func() bool { return ready(gw.URL) == 200 })
+	testutil.Eventually(t, 15*time.Second, "readiness ok with Redis back", func() bool {
+		r := c.Do(t, "GET", "/readyz", nil)
+		return r.Status == 200 && r.JSON(t)["status"] == "ok"
+	})
 	if gw.Exited() {
 		t.Fatal("the gateway exited")
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -41,6 +42,12 @@ type Config struct {
 	// BoxURL is box's base address (BOX_URL). Empty leaves box's routes
 	// answering 404 upstream_not_configured.
 	BoxURL string
+	// CourierURL, KeyholderURL and ParlorURL (COURIER_URL, KEYHOLDER_URL,
+	// PARLOR_URL) are the optional upstreams of operations.md section 7;
+	// an empty one leaves its routes answering 404.
+	CourierURL   string
+	KeyholderURL string
+	ParlorURL    string
 	// RedisURL (REDIS_URL, optional) shares rate limits across replicas
 	// and enables /auth/*.
 	RedisURL string
@@ -69,6 +76,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Port:           r.Port("PORT", 8080),
 		IdentityURL:    r.URL("IDENTITY_URL"),
 		BoxURL:         r.URL("BOX_URL"),
+		CourierURL:     r.URL("COURIER_URL"),
+		KeyholderURL:   r.URL("KEYHOLDER_URL"),
+		ParlorURL:      r.URL("PARLOR_URL"),
 		JWKSTTL:        time.Duration(r.PositiveInt("IDENTITY_JWKS_TTL_MS", 300000)) * time.Millisecond,
 		TrustedProxies: r.NonNegativeInt("TRUSTED_PROXIES", 0),
 		RateLimit:      r.PositiveInt("GATEWAY_RATE_LIMIT", 600),
@@ -89,8 +99,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if cfg.IdentityIssuer == "" {
 		return Config{}, errors.New("IDENTITY_ISSUER: is required (or IDENTITY_URL, its default): tokens are verified against the issuer's key set")
 	}
-	if cfg.IdentityURL == "" && cfg.BoxURL == "" {
-		return Config{}, errors.New("IDENTITY_URL: is required unless BOX_URL is set: a gateway with no upstream serves nothing")
+	if cfg.IdentityURL == "" && cfg.BoxURL == "" && cfg.CourierURL == "" && cfg.KeyholderURL == "" && cfg.ParlorURL == "" {
+		return Config{}, errors.New("IDENTITY_URL: is required unless another upstream (BOX_URL, COURIER_URL, KEYHOLDER_URL, PARLOR_URL) is set: a gateway with no upstream serves nothing")
 	}
 	if v := strings.TrimSpace(getenv("REDIS_URL")); v != "" {
 		if _, err := redis.ParseURL(v); err != nil {
@@ -147,18 +157,24 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		AllowedOrigins: cfg.AllowedOrigins,
 		Logger:         logger,
 	}
-	var err error
-	if opts.IdentityURL, err = optionalURL(cfg.IdentityURL); err != nil {
-		return fmt.Errorf("IDENTITY_URL: %w", err)
-	}
-	if opts.BoxURL, err = optionalURL(cfg.BoxURL); err != nil {
-		return fmt.Errorf("BOX_URL: %w", err)
-	}
-	if cfg.IdentityURL == "" {
-		logger.Warn("IDENTITY_URL is unset: identity's routes answer 404 upstream_not_configured and /auth/* is off")
-	}
-	if cfg.BoxURL == "" {
-		logger.Warn("BOX_URL is unset: box's routes answer 404 upstream_not_configured")
+	for _, u := range []struct {
+		name, env, value string
+		dst              **url.URL
+	}{
+		{gateway.Identity, "IDENTITY_URL", cfg.IdentityURL, &opts.IdentityURL},
+		{gateway.Box, "BOX_URL", cfg.BoxURL, &opts.BoxURL},
+		{gateway.Courier, "COURIER_URL", cfg.CourierURL, &opts.CourierURL},
+		{gateway.Keyholder, "KEYHOLDER_URL", cfg.KeyholderURL, &opts.KeyholderURL},
+		{gateway.Parlor, "PARLOR_URL", cfg.ParlorURL, &opts.ParlorURL},
+	} {
+		parsed, err := optionalURL(u.value)
+		if err != nil {
+			return fmt.Errorf("%s: %w", u.env, err)
+		}
+		*u.dst = parsed
+		if parsed == nil {
+			logger.Info(u.env+" is unset: "+u.name+"'s routes answer 404", "upstream", u.name)
+		}
 	}
 
 	if cfg.RedisURL != "" {
@@ -176,9 +192,44 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 
 	g := gateway.New(opts)
 	logger.Info("gateway configured", "identity_url", cfg.IdentityURL, "box_url", cfg.BoxURL,
+		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "parlor_url", cfg.ParlorURL,
 		"issuer", cfg.IdentityIssuer, "jwks_ttl_ms", cfg.JWKSTTL.Milliseconds(), "redis", cfg.RedisURL != "",
 		"browser_sessions", g.BrowserSessions(), "trusted_proxies", cfg.TrustedProxies, "rate_limit_per_minute", cfg.RateLimit)
-	return httpx.Serve(ctx, ln, g, logger)
+	return serve(ctx, ln, g, logger)
+}
+
+// serve is httpx.Serve with the server's header limit raised above the
+// gateway's own (gateway.MaxHeaderBytes), so that an oversized header is
+// answered by the gateway in the route's envelope rather than by the
+// server in text/plain.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+	srv := httpx.NewServer(h, logger)
+	srv.MaxHeaderBytes = gateway.ServerMaxHeaderBytes
+	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "addr", ln.Addr().String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), httpx.ShutdownGrace)
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	if serveErr := <-errc; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return err
+}
+
+// redisLogger carries the Redis client's own log lines (connection pool
+// notices, which it writes as plain text by default) into slog.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, fmt.Sprintf(format, v...), "component", "redis")
 }
 
 // NewRedisClient returns a client for redisURL with the edge's bounds: a
@@ -236,7 +287,13 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		if err != nil {
 			return fmt.Errorf("PORT: cannot listen on %d: %w", cfg.Port, err)
 		}
-		return Serve(ctx, cfg, env.Logger("gateway"), ln)
+		logger := env.Logger("gateway")
+		if cfg.RedisURL != "" {
+			// The client's logger is process-wide; only the process's own
+			// entry point sets it, so tests of Serve see no global change.
+			redis.SetLogger(redisLogger{log: logger})
+		}
+		return Serve(ctx, cfg, logger, ln)
 	default:
 		return cli.Usagef("gateway: unknown subcommand %q", args[0])
 	}

@@ -52,6 +52,9 @@ func TestLoadConfig(t *testing.T) {
 		{"ErrPort", with("PORT", "99999"), "PORT"},
 		{"ErrDebugAddrPublic", with("DEBUG_ADDR", "192.0.2.1:6060"), "DEBUG_ADDR"},
 		{"ErrIdentityURL", with("IDENTITY_URL", "identity:8081"), "IDENTITY_URL"},
+		{"ErrCourierURL", with("COURIER_URL", "courier:4000"), "COURIER_URL"},
+		{"ErrKeyholderURL", with("KEYHOLDER_URL", "not a url"), "KEYHOLDER_URL"},
+		{"ErrParlorURL", with("PARLOR_URL", "ftp://parlor"), "PARLOR_URL"},
 		{"ErrIssuer", with("IDENTITY_ISSUER", "not a url"), "IDENTITY_ISSUER"},
 		{"ErrNoIssuer", map[string]string{"BOX_URL": "http://box"}, "IDENTITY_ISSUER"},
 		{"ErrNoUpstream", map[string]string{"IDENTITY_ISSUER": "http://identity"}, "IDENTITY_URL"},
@@ -87,13 +90,15 @@ func TestLoadConfig(t *testing.T) {
 			"PORT": "9000", "IDENTITY_URL": "http://identity:8081", "IDENTITY_ISSUER": "https://id.example.com",
 			"IDENTITY_JWKS_TTL_MS": "1500", "BOX_URL": "http://box:8082", "REDIS_URL": "redis://:pw@127.0.0.1:6379/2",
 			"TRUSTED_PROXIES": "1", "GATEWAY_RATE_LIMIT": "60", "GATEWAY_ALLOWED_ORIGINS": "https://App.example.com, http://localhost:3000",
+			"COURIER_URL": "http://courier:4000", "KEYHOLDER_URL": "http://keyholder:8084", "PARLOR_URL": "http://parlor:3000",
 		}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cfg.Port != 9000 || cfg.JWKSTTL != 1500*time.Millisecond || cfg.IdentityIssuer != "https://id.example.com" ||
 			cfg.TrustedProxies != 1 || cfg.RateLimit != 60 || cfg.RedisURL == "" ||
-			strings.Join(cfg.AllowedOrigins, ",") != "https://app.example.com,http://localhost:3000" {
+			strings.Join(cfg.AllowedOrigins, ",") != "https://app.example.com,http://localhost:3000" ||
+			cfg.CourierURL != "http://courier:4000" || cfg.KeyholderURL != "http://keyholder:8084" || cfg.ParlorURL != "http://parlor:3000" {
 			t.Fatalf("config = %+v", cfg)
 		}
 	})
@@ -179,6 +184,23 @@ func TestServe(t *testing.T) {
 		t.Errorf("RateLimit-Limit = %q, want 600", resp.Header.Get("RateLimit-Limit"))
 	}
 
+	// An oversized header is the gateway's 431 in the route's envelope,
+	// not the server's text/plain.
+	req, _ = http.NewRequest("GET", base+"/v1/me", nil)
+	req.Header.Set("X-Big", strings.Repeat("a", 100<<10))
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct{ Code string }
+	_ = json.NewDecoder(resp.Body).Decode(&p)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || resp.Header.Get("Content-Type") != "application/problem+json" ||
+		p.Code != "headers_too_large" {
+		t.Errorf("oversized header = %d %s %q, want 431 problem+json headers_too_large",
+			resp.StatusCode, resp.Header.Get("Content-Type"), p.Code)
+	}
+
 	cancel()
 	select {
 	case err := <-done:
@@ -187,5 +209,20 @@ func TestServe(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Serve did not return after cancel")
+	}
+}
+
+// TestRedisLoggerIsSlog: the Redis client's own notices come out as slog
+// JSON lines, not plain text.
+func TestRedisLoggerIsSlog(t *testing.T) {
+	var buf bytes.Buffer
+	l := redisLogger{log: slog.New(slog.NewJSONHandler(&buf, nil))}
+	l.Printf(context.Background(), "redis: connection pool: failed to dial after %d attempts", 5)
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("log line %q is not JSON: %v", buf.String(), err)
+	}
+	if line["msg"] != "redis: connection pool: failed to dial after 5 attempts" || line["component"] != "redis" || line["level"] != "WARN" {
+		t.Fatalf("log line = %v", line)
 	}
 }

@@ -229,33 +229,7 @@ func (c *Cache) Run(ctx context.Context) {
 // replaces the held one.
 func (c *Cache) refresh(ctx context.Context) error {
 	c.fetches.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, c.opts.FetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.opts.URL, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyBytes))
-		return fmt.Errorf("key set answered %d", resp.StatusCode)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
-	if err != nil {
-		return fmt.Errorf("reading key set: %w", err)
-	}
-	if len(body) > maxBodyBytes {
-		return errors.New("key set is larger than 1 MiB")
-	}
-	keys, skipped, err := ParseSet(body)
-	for _, s := range skipped {
-		c.log.Warn("identity key set entry ignored", "reason", s)
-	}
+	keys, err := c.fetch(ctx)
 	if err != nil {
 		return err
 	}
@@ -269,6 +243,50 @@ func (c *Cache) refresh(ctx context.Context) error {
 		c.log.Info("identity key set loaded", "kids", kids)
 	}
 	return nil
+}
+
+// Check fetches and parses the key set now, bounded by ctx and the fetch
+// timeout, and keeps nothing: readiness asks whether the key set can be
+// had at this moment, which the held copy (good for its whole TTL) cannot
+// tell. Errors: any failure to fetch or parse.
+func (c *Cache) Check(ctx context.Context) error {
+	_, err := c.fetch(ctx)
+	return err
+}
+
+// fetch fetches and parses the key set.
+func (c *Cache) fetch(ctx context.Context) (map[string]Key, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.FetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.opts.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyBytes))
+		return nil, fmt.Errorf("key set answered %d", resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading key set: %w", err)
+	}
+	if len(body) > maxBodyBytes {
+		return nil, errors.New("key set is larger than 1 MiB")
+	}
+	keys, skipped, err := ParseSet(body)
+	for _, s := range skipped {
+		c.log.Warn("identity key set entry ignored", "reason", s)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return keys, nil
 }
 
 func sameKids(a, b map[string]Key) bool {

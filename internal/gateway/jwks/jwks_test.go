@@ -235,3 +235,31 @@ func TestRefreshEarlyOneFetchForManyCallers(t *testing.T) {
 		t.Fatalf("fetches after the cooldown refusal = %d, want 1", got)
 	}
 }
+
+// TestCheckReportsTheKeySetNow: Check fetches at once and keeps nothing,
+// so readiness sees an outage while the held set is still usable.
+func TestCheckReportsTheKeySetNow(t *testing.T) {
+	ks := gatewaytest.NewKeyServer(t, nil)
+	c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: time.Minute})
+	testutil.Eventually(t, 10*time.Second, "the first load", usable(c))
+	if err := c.Check(context.Background()); err != nil {
+		t.Fatalf("Check = %v with the key set up", err)
+	}
+	for _, mode := range []gatewaytest.Mode{gatewaytest.Fail, gatewaytest.Garbage} {
+		ks.SetMode(mode)
+		if err := c.Check(context.Background()); err == nil {
+			t.Errorf("mode %d: Check = nil, want the outage", mode)
+		}
+		if !c.Status(time.Now()).Usable {
+			t.Errorf("mode %d: Check dropped the held key set", mode)
+		}
+	}
+	ks.SetMode(gatewaytest.Serve)
+	ks.Publish() // an empty set
+	if err := c.Check(context.Background()); err == nil {
+		t.Error("Check = nil for an empty key set")
+	}
+	if _, ok := c.Lookup("k1", time.Now()); !ok {
+		t.Error("Check replaced the held keys")
+	}
+}
