@@ -32,7 +32,7 @@ func TestCheckOK(t *testing.T) {
 	if err := Run(context.Background(), []string{"check"}, env); err != nil {
 		t.Fatalf("check: %v\n%s", err, errOut)
 	}
-	if !strings.Contains(out.String(), "events check: ok: 8 declared types") {
+	if !strings.Contains(out.String(), "events check: ok: 13 declared types") {
 		t.Errorf("stdout %q", out)
 	}
 }
