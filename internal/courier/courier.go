@@ -75,9 +75,6 @@ type NewEmail struct {
 	// SealedData is the template data sealed for this email's id; nil when
 	// the message is suppressed (nothing will ever be rendered).
 	SealedData []byte
-	// Skip, when set, records the message as suppressed for that reason
-	// (SkipAddressSuppressed, SkipPreferenceOff) instead of queueing it.
-	Skip string
 }
 
 // Claimed is a queued message leased to one send attempt.
@@ -104,9 +101,15 @@ type Suppression struct {
 // writes its events to the outbox in the same transaction.
 type Store interface {
 	// CreateEmail records a send request and its courier.email.queued (or
-	// courier.notification.suppressed) event; it reports which suppression
-	// reasons hold for the address in the same transaction.
-	CreateEmail(ctx context.Context, in NewEmail, suppressedFor func(reasons []string) string) (Email, error)
+	// courier.notification.suppressed) event. In the same transaction it
+	// hands decide the suppression reasons that hold for the address and
+	// the preferences of the user it belongs to (nil when none), and
+	// records the message as suppressed for the reason decide returns.
+	CreateEmail(ctx context.Context, in NewEmail, decide func(reasons []string, prefs *Preferences) string) (Email, error)
+	// Preferences returns a user's preferences (the defaults if unset).
+	Preferences(ctx context.Context, userID string) (Preferences, error)
+	// UpdatePreferences applies patch and records address as the user's.
+	UpdatePreferences(ctx context.Context, userID, address string, patch PreferencesPatch) (Preferences, error)
 	// Email returns a message with its history, or CodeNotFound.
 	Email(ctx context.Context, id string) (Email, error)
 	// Suppress records a complaint or hard bounce for address; a repeat

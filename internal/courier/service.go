@@ -19,19 +19,23 @@ const (
 
 // Service is courier's application logic over its ports.
 type Service struct {
-	store  Store
-	sealer *Sealer
+	store    Store
+	sealer   *Sealer
+	identity Identity
 }
 
-// NewService returns a service over store, sealing template data with sealer.
-func NewService(store Store, sealer *Sealer) *Service {
-	return &Service{store: store, sealer: sealer}
+// NewService returns a service over store, sealing template data with
+// sealer and asking identity about signed-in users.
+func NewService(store Store, sealer *Sealer, identity Identity) *Service {
+	return &Service{store: store, sealer: sealer, identity: identity}
 }
 
 // Send validates and records a send request from caller (a service
 // name). The message is queued, or recorded as suppressed when the address
-// is suppressed for a reason that applies to the template: a hard bounce
-// always, a complaint except for security messages.
+// is suppressed for a reason that applies to the template (a hard bounce
+// always, a complaint except for security messages) or when the
+// recipient's preferences turn the template's category off (never for
+// security messages).
 // Errors: CodeValidation.
 func (s *Service) Send(ctx context.Context, caller string, req SendRequest) (Email, error) {
 	data, err := req.validate()
@@ -47,10 +51,13 @@ func (s *Service) Send(ctx context.Context, caller string, req SendRequest) (Ema
 		return Email{}, err
 	}
 	in.SealedData = s.sealer.Seal(in.ID, plain)
-	security := IsSecurity(req.Template)
-	decide := func(reasons []string) string {
-		if slices.Contains(reasons, ReasonHardBounce) || (!security && slices.Contains(reasons, ReasonComplaint)) {
+	spec := templateSpecs[req.Template]
+	decide := func(reasons []string, prefs *Preferences) string {
+		switch {
+		case slices.Contains(reasons, ReasonHardBounce), !spec.security && slices.Contains(reasons, ReasonComplaint):
 			return SkipAddressSuppressed
+		case !spec.security && prefs != nil && spec.category != "" && !prefs.On(spec.category):
+			return SkipPreferenceOff
 		}
 		return ""
 	}

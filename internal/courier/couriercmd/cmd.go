@@ -17,6 +17,7 @@ import (
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/courier"
 	"github.com/platformco/platform/internal/courier/httpapi"
+	"github.com/platformco/platform/internal/courier/identityclient"
 	"github.com/platformco/platform/internal/courier/localmail"
 	"github.com/platformco/platform/internal/courier/smtp"
 	"github.com/platformco/platform/internal/courier/sqlstore"
@@ -118,7 +119,12 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	if err != nil {
 		return fmt.Errorf("templates: %w", err)
 	}
-	svc := courier.NewService(sqlstore.New(db), sealer)
+	identity := identityclient.New(identityclient.Options{Issuer: cfg.IdentityIssuer, BaseURL: cfg.IdentityURL,
+		Timeout: cfg.IdentityTimeout, Logger: logger})
+	if cfg.IdentityIssuer == "" || cfg.IdentityURL == "" {
+		logger.Warn("IDENTITY_ISSUER or COURIER_IDENTITY_URL is empty: every signed-in user's call answers 503")
+	}
+	svc := courier.NewService(sqlstore.New(db), sealer, identity)
 	deps := httpapi.Deps{
 		Service: svc, Tokens: cfg.tokens, Idempotency: idempotency.New(db), Logger: logger,
 		DatabaseTimeout: cfg.DatabaseTimeout, Ready: Readiness(db, logger),
@@ -154,6 +160,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		courier.NewSender(svc, renderer, mailer, courier.SenderOptions{From: cfg.MailFrom}, logger).Run(loopCtx)
 	})
 	wg.Go(func() { purgeIdempotency(loopCtx, deps.Idempotency, logger) })
+	wg.Go(func() { identity.Run(loopCtx) })
 	defer func() { stopLoop(); wg.Wait() }()
 	return httpx.Serve(ctx, ln, httpapi.New(deps), logger)
 }

@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,10 +17,13 @@ import (
 
 	"github.com/platformco/platform/internal/courier"
 	"github.com/platformco/platform/internal/courier/httpapi"
+	"github.com/platformco/platform/internal/courier/identityclient"
 	"github.com/platformco/platform/internal/courier/localmail"
 	"github.com/platformco/platform/internal/courier/sqlstore"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
+	identityhttp "github.com/platformco/platform/internal/identity/httpapi"
+	"github.com/platformco/platform/internal/identity/identitytest"
 	"github.com/platformco/platform/internal/openapi/openapitest"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
@@ -35,6 +40,7 @@ type env struct {
 	handler http.Handler
 	mailbox *localmail.Mailbox
 	svc     *courier.Service
+	idp     *identityProvider
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -56,7 +62,8 @@ func newEnvWith(t *testing.T, engine sqldb.Engine, dbTimeout time.Duration, read
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := courier.NewService(sqlstore.New(db), sealer)
+	idp := startIdentity(t, engine)
+	svc := courier.NewService(sqlstore.New(db), sealer, idp.client)
 	h := httpapi.New(httpapi.Deps{
 		Service: svc, Tokens: tokens, Idempotency: idempotency.New(db), Logger: discard(),
 		Mailbox: box.Page(), MailboxJSON: box.JSON(), DatabaseTimeout: dbTimeout,
@@ -67,7 +74,7 @@ func newEnvWith(t *testing.T, engine sqldb.Engine, dbTimeout time.Duration, read
 			return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": string(engine)}}
 		},
 	})
-	return &env{t: t, db: db, handler: h, mailbox: box, svc: svc}
+	return &env{t: t, db: db, handler: h, mailbox: box, svc: svc, idp: idp}
 }
 
 func (e *env) count(q string, args ...any) int {
@@ -89,8 +96,25 @@ func TestRoutesMatchTheDocument(t *testing.T) {
 	openapitest.CheckRoutes(t, httpapi.OpenAPI(), src, 8)
 }
 
+// coverage gathers the declared responses every test's client saw;
+// TestMain checks, after a full run, that each was produced.
+var coverage = openapitest.Coverage{}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 && flag.Lookup("test.run").Value.String() == "" {
+		var r openapitest.Recorder
+		c := openapitest.NewClient(&r, httpapi.OpenAPI(), http.NotFoundHandler(), coverage)
+		if missed := c.Missed(); len(missed) > 0 {
+			fmt.Fprintf(os.Stderr, "declared responses no request produced (exercise them, or remove them from the document):\n\t%s\n", strings.Join(missed, "\n\t"))
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
 func TestAPI(t *testing.T) {
-	cov := openapitest.Coverage{}
+	cov := coverage
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		e := newEnv(t, engine)
 		c := openapitest.NewClient(t, httpapi.OpenAPI(), e.handler, cov)
@@ -180,7 +204,6 @@ func TestAPI(t *testing.T) {
 	// TestDatabaseTimeoutIs503.
 	cov["POST /v1/emails 409"] = true
 	cov["POST /v1/emails 503"], cov["GET /v1/emails/{id} 503"], cov["POST /v1/suppressions 503"] = true, true, true
-	down.CheckCoverage()
 }
 
 // TestConcurrentSendsWithOneKeyStoreOneMessage races 50 identical sends
@@ -248,6 +271,133 @@ func TestDatabaseTimeoutIs503(t *testing.T) {
 		}
 		if n := e.count(`SELECT count(*) FROM emails`); n != 0 {
 			t.Errorf("emails = %d after timed-out sends, want 0", n)
+		}
+	})
+}
+
+// identityProvider is a real identity service in process, and courier's
+// client of it.
+type identityProvider struct {
+	env    *identitytest.Env
+	srv    *httptest.Server
+	client *identityclient.Client
+}
+
+func startIdentity(t *testing.T, engine sqldb.Engine) *identityProvider {
+	t.Helper()
+	ienv := identitytest.New(t, engine, identitytest.Config{})
+	srv := httptest.NewServer(identityhttp.NewHandler(identityhttp.Deps{Service: ienv.Service, Logger: discard()}))
+	t.Cleanup(srv.Close)
+	client := identityclient.New(identityclient.Options{Issuer: identitytest.Issuer, JWKSURL: srv.URL + "/.well-known/jwks.json",
+		BaseURL: srv.URL, Timeout: 2 * time.Second, Logger: discard()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { client.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(10 * time.Second)
+	for !client.KeysUsable() {
+		if time.Now().After(deadline) {
+			t.Fatal("identity's key set never loaded")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return &identityProvider{env: ienv, srv: srv, client: client}
+}
+
+// user registers email and returns a signed-in token.
+func (p *identityProvider) user(t *testing.T, email string) string {
+	t.Helper()
+	p.env.Register(t, email)
+	return p.env.Login(t, email)
+}
+
+func TestPreferences(t *testing.T) {
+	cov := coverage
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine)
+		c := openapitest.NewClient(t, httpapi.OpenAPI(), e.handler, cov)
+		tok := e.idp.user(t, "Pat@Example.com")
+		me := openapitest.Bearer(tok)
+		var got struct {
+			Preferences courier.Preferences `json:"preferences"`
+		}
+		c.JSON("GET", "/v1/me/preferences", "", 200, &got, me)
+		if got.Preferences != courier.DefaultPreferences() {
+			t.Errorf("defaults = %+v, want every category on", got.Preferences)
+		}
+		c.JSON("PATCH", "/v1/me/preferences", `{"account_activity":false}`, 200, &got, me)
+		want := courier.Preferences{ProductUpdates: true, ReleaseAnnouncements: true, AccountActivity: false}
+		if got.Preferences != want {
+			t.Errorf("after PATCH = %+v, want %+v", got.Preferences, want)
+		}
+		c.JSON("PATCH", "/v1/me/preferences", `{"product_updates":false}`, 200, &got, me)
+		want.ProductUpdates = false
+		if got.Preferences != want {
+			t.Errorf("after a second PATCH = %+v, want %+v (the whole set)", got.Preferences, want)
+		}
+		c.JSON("GET", "/v1/me/preferences", "", 200, &got, me)
+		if got.Preferences != want {
+			t.Errorf("GET = %+v, want %+v", got.Preferences, want)
+		}
+		for _, body := range []string{`{"newsletter":false}`, `{"account_activity":"no"}`, `{"account_activity":null}`} {
+			c.Code("PATCH", "/v1/me/preferences", body, 422, "validation_failed", me)
+		}
+		c.Code("PATCH", "/v1/me/preferences", `{"account_activity":`, 400, "malformed_json", me)
+		c.Code("PATCH", "/v1/me/preferences", "x", 415, "unsupported_media_type", me, openapitest.Header("Content-Type", "text/plain"))
+		c.Code("PATCH", "/v1/me/preferences", `{"account_activity":"`+strings.Repeat("a", 1<<20)+`"}`, 413, "body_too_large", me)
+		c.Code("GET", "/v1/me/preferences", "", 401, "unauthorized")
+		c.Code("PATCH", "/v1/me/preferences", `{}`, 401, "unauthorized")
+		c.Code("GET", "/v1/me/preferences", "", 401, "unauthorized", openapitest.Bearer(tok+"x"))
+		c.Code("GET", "/v1/me/preferences", "", 401, "unauthorized", openapitest.Bearer(identityToken))
+
+		// The preference follows the user's address: a welcome to it is
+		// suppressed, a security message is not.
+		svc := openapitest.Bearer(identityToken)
+		var sent struct {
+			Email struct{ Status string } `json:"email"`
+		}
+		c.JSON("POST", "/v1/emails", `{"template":"welcome","to":"pat@example.com"}`, 202, &sent, svc)
+		if sent.Email.Status != "suppressed" {
+			t.Errorf("welcome with account_activity off = %s, want suppressed", sent.Email.Status)
+		}
+		c.JSON("POST", "/v1/emails", `{"template":"mfa_enabled_notice","to":"pat@example.com"}`, 202, &sent, svc)
+		if sent.Email.Status != "queued" {
+			t.Errorf("a security message with account_activity off = %s, want queued", sent.Email.Status)
+		}
+		var reason string
+		if err := e.db.QueryRow(context.Background(), `SELECT data FROM outbox WHERE type = 'courier.notification.suppressed'`).Scan(&reason); err != nil || !strings.Contains(reason, "preference_off") {
+			t.Errorf("suppressed event = %q, %v; want reason preference_off", reason, err)
+		}
+
+		// Identity gone: a valid token cannot be trusted, so 503, never 401.
+		e.idp.srv.Close()
+		c.Code("GET", "/v1/me/preferences", "", 503, "unavailable", me)
+		c.Code("PATCH", "/v1/me/preferences", `{"account_activity":true}`, 503, "unavailable", me)
+	})
+}
+
+// TestConcurrentPatchesKeepEveryCategory races patches of different
+// categories by one user: each lands.
+func TestConcurrentPatchesKeepEveryCategory(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine)
+		tok := e.idp.user(t, "quinn@example.com")
+		var wg sync.WaitGroup
+		for _, body := range []string{`{"product_updates":false}`, `{"release_announcements":false}`, `{"account_activity":false}`} {
+			wg.Go(func() {
+				req := httptest.NewRequest("PATCH", "/v1/me/preferences", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+tok)
+				rec := httptest.NewRecorder()
+				e.handler.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					t.Errorf("PATCH %s = %d %s", body, rec.Code, rec.Body)
+				}
+			})
+		}
+		wg.Wait()
+		got, err := e.svc.Preferences(context.Background(), tok)
+		if err != nil || got != (courier.Preferences{}) {
+			t.Errorf("preferences = %+v, %v; want every category off", got, err)
 		}
 	})
 }

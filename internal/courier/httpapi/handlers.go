@@ -2,11 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/platformco/platform/internal/courier"
+	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/httpx"
 )
 
@@ -110,4 +113,50 @@ func (h *handlers) suppress(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"suppression": map[string]any{
 		"id": s.ID, "address": s.Address, "reason": s.Reason, "created_at": s.CreatedAt,
 	}})
+}
+
+// userToken is the signed-in user's bearer token ("" when there is none).
+func userToken(r *http.Request) string {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return strings.TrimSpace(tok)
+}
+
+func (h *handlers) getPreferences(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.bounded(r)
+	defer cancel()
+	p, err := h.svc.Preferences(ctx, userToken(r))
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"preferences": p})
+}
+
+func (h *handlers) patchPreferences(w http.ResponseWriter, r *http.Request) {
+	// The keys are read loosely so that an unknown category is a 422
+	// naming it (courier.md section 3), not a decoding error.
+	if userToken(r) == "" {
+		fail(w, r, h.logger, errs.New(courier.CodeUnauthorized, "a valid identity access token is required"))
+		return
+	}
+	var body map[string]json.RawMessage
+	if err := httpx.DecodeJSON(w, r, &body); err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	patch, err := courier.ParsePreferencesPatch(body)
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	ctx, cancel := h.bounded(r)
+	defer cancel()
+	p, err := h.svc.UpdatePreferences(ctx, userToken(r), patch)
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"preferences": p})
 }

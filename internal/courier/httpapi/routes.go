@@ -48,6 +48,8 @@ func New(d Deps) http.Handler {
 	mux.Handle("POST /v1/emails", h.requireService(once(h.sendEmail)))
 	mux.Handle("GET /v1/emails/{id}", h.requireService(http.HandlerFunc(h.getEmail)))
 	mux.Handle("POST /v1/suppressions", h.requireService(http.HandlerFunc(h.suppress)))
+	mux.HandleFunc("GET /v1/me/preferences", h.getPreferences)
+	mux.HandleFunc("PATCH /v1/me/preferences", h.patchPreferences)
 	if d.Mailbox != nil {
 		mux.Handle("GET /dev/mail", d.Mailbox)
 		mux.Handle("GET /dev/mail.json", d.MailboxJSON)

@@ -54,24 +54,25 @@ func addHistory(ctx context.Context, tx *sqldb.Tx, emailID, status, detail strin
 }
 
 // CreateEmail implements courier.Store.
-func (s *Store) CreateEmail(ctx context.Context, in courier.NewEmail, decide func(reasons []string) string) (courier.Email, error) {
+func (s *Store) CreateEmail(ctx context.Context, in courier.NewEmail, decide func(reasons []string, prefs *courier.Preferences) string) (courier.Email, error) {
 	e := courier.Email{ID: in.ID, Template: in.Template, To: in.To, Locale: in.Locale, RequestedBy: in.RequestedBy}
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		e.CreatedAt, e.UpdatedAt = tx.Now, tx.Now
-		skip := in.Skip
-		if skip == "" {
-			reasons, err := suppressionReasons(ctx, tx, in.To)
-			if err != nil {
-				return err
-			}
-			skip = decide(reasons)
+		reasons, err := suppressionReasons(ctx, tx, in.To)
+		if err != nil {
+			return err
 		}
+		prefs, err := preferencesByAddress(ctx, tx, in.To)
+		if err != nil {
+			return err
+		}
+		skip := decide(reasons, prefs)
 		e.Status = courier.StatusQueued
 		data := in.SealedData
 		if skip != "" {
 			e.Status, data = courier.StatusSuppressed, nil
 		}
-		_, err := tx.Exec(ctx, `
+		_, err = tx.Exec(ctx, `
 			INSERT INTO emails (id, template, recipient, locale, requested_by, status, data_sealed,
 				next_attempt_at, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $8)`,

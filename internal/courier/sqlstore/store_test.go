@@ -26,7 +26,7 @@ func open(t *testing.T, engine sqldb.Engine) (*sqldb.DB, *sqlstore.Store) {
 func queue(t *testing.T, s *sqlstore.Store, template, to string) courier.Email {
 	t.Helper()
 	e, err := s.CreateEmail(context.Background(), courier.NewEmail{ID: uuid.NewString(), Template: template, To: to,
-		Locale: "en", RequestedBy: "identity", SealedData: []byte("sealed")}, func(r []string) string {
+		Locale: "en", RequestedBy: "identity", SealedData: []byte("sealed")}, func(r []string, _ *courier.Preferences) string {
 		if len(r) > 0 {
 			return courier.SkipAddressSuppressed
 		}
