@@ -21,6 +21,8 @@ import (
 	"github.com/platformco/platform/internal/courier/localmail"
 	"github.com/platformco/platform/internal/courier/smtp"
 	"github.com/platformco/platform/internal/courier/sqlstore"
+	"github.com/platformco/platform/internal/courier/webhooks"
+	"github.com/platformco/platform/internal/events/consumer"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/outbox"
@@ -92,7 +94,13 @@ func migrate(ctx context.Context, databaseURL string) (int, error) {
 		return 0, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
-	return db.Migrate(ctx, sqlstore.Migrations)
+	n, err := db.Migrate(ctx, sqlstore.Migrations)
+	if err != nil {
+		return n, err
+	}
+	// The stream consumer's own tables (consumed_events, parked_events).
+	m, err := consumer.Migrate(ctx, db)
+	return n + m, err
 }
 
 // Serve runs courier on ln until ctx is done: the HTTP API, the send loop
@@ -111,6 +119,9 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	} else if pending {
 		return errors.New("DATABASE_URL: the database schema is not current: run `platform courier migrate` first")
 	}
+	if pending, err := consumer.Pending(ctx, db); err != nil || pending {
+		return errors.New("DATABASE_URL: the event consumer's tables are not current: run `platform courier migrate` first")
+	}
 	sealer, err := courier.NewSealer(cfg.SecretBoxKey)
 	if err != nil {
 		return fmt.Errorf("COURIER_SECRET_BOX_KEY: %w", err)
@@ -124,9 +135,12 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	if cfg.IdentityIssuer == "" || cfg.IdentityURL == "" {
 		logger.Warn("IDENTITY_ISSUER or COURIER_IDENTITY_URL is empty: every signed-in user's call answers 503")
 	}
-	svc := courier.NewService(sqlstore.New(db), sealer, identity)
+	store := sqlstore.New(db)
+	svc := courier.NewService(store, sealer, identity)
+	hooks := courier.NewWebhooks(store, identity, sealer, cfg.Development())
+	deliverer := webhooks.NewDeliverer(store, hooks, webhooks.NewClient(cfg.Development()), webhooks.Options{}, logger)
 	deps := httpapi.Deps{
-		Service: svc, Tokens: cfg.tokens, Idempotency: idempotency.New(db), Logger: logger,
+		Service: svc, Webhooks: hooks, KickDeliveries: deliverer.Kick, Tokens: cfg.tokens, Idempotency: idempotency.New(db), Logger: logger,
 		DatabaseTimeout: cfg.DatabaseTimeout, Ready: Readiness(db, logger),
 	}
 	var mailer courier.Mailer
@@ -161,6 +175,16 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	})
 	wg.Go(func() { purgeIdempotency(loopCtx, deps.Idempotency, logger) })
 	wg.Go(func() { identity.Run(loopCtx) })
+	wg.Go(func() { deliverer.Run(loopCtx) })
+	if cfg.EventsURL != "" {
+		wg.Go(func() {
+			if err := webhooks.Consume(loopCtx, db, cfg.EventsURL, logger); err != nil {
+				logger.Error("webhooks: the event consumer stopped", "error", err.Error())
+			}
+		})
+	} else {
+		logger.Warn("EVENTS_URL is empty: no webhook is delivered")
+	}
 	defer func() { stopLoop(); wg.Wait() }()
 	return httpx.Serve(ctx, ln, httpapi.New(deps), logger)
 }

@@ -18,6 +18,7 @@ var statusOf = map[string]int{
 	courier.CodeValidation:   http.StatusUnprocessableEntity,
 	courier.CodeUnauthorized: http.StatusUnauthorized,
 	courier.CodeNotFound:     http.StatusNotFound,
+	courier.CodeForbidden:    http.StatusForbidden,
 	courier.CodeUnavailable:  http.StatusServiceUnavailable,
 }
 

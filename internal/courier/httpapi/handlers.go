@@ -15,6 +15,8 @@ import (
 
 type handlers struct {
 	svc       *courier.Service
+	hooks     *courier.Webhooks
+	kick      func()
 	tokens    ServiceTokens
 	logger    *slog.Logger
 	dbTimeout time.Duration

@@ -18,7 +18,11 @@ import (
 // Deps are what the handler needs. Mailbox is set only with the local
 // mail adapter (development), and serves /dev/mail.
 type Deps struct {
-	Service         *courier.Service
+	Service  *courier.Service
+	Webhooks *courier.Webhooks
+	// KickDeliveries, when set, wakes the delivery loop (a manual retry
+	// is delivered at once).
+	KickDeliveries  func()
 	Tokens          ServiceTokens
 	Idempotency     *idempotency.Store
 	Mailbox         http.Handler
@@ -30,7 +34,7 @@ type Deps struct {
 
 // New returns courier's handler.
 func New(d Deps) http.Handler {
-	h := &handlers{svc: d.Service, tokens: d.Tokens, logger: d.Logger, dbTimeout: d.DatabaseTimeout}
+	h := &handlers{svc: d.Service, hooks: d.Webhooks, kick: d.KickDeliveries, tokens: d.Tokens, logger: d.Logger, dbTimeout: d.DatabaseTimeout}
 	if h.dbTimeout <= 0 {
 		h.dbTimeout = 5 * time.Second
 	}
@@ -50,6 +54,14 @@ func New(d Deps) http.Handler {
 	mux.Handle("POST /v1/suppressions", h.requireService(http.HandlerFunc(h.suppress)))
 	mux.HandleFunc("GET /v1/me/preferences", h.getPreferences)
 	mux.HandleFunc("PATCH /v1/me/preferences", h.patchPreferences)
+	mux.HandleFunc("POST /v1/accounts/{account_id}/webhook_endpoints", h.createEndpoint)
+	mux.HandleFunc("GET /v1/accounts/{account_id}/webhook_endpoints", h.listEndpoints)
+	mux.HandleFunc("GET /v1/accounts/{account_id}/webhook_endpoints/{endpoint_id}", h.getEndpoint)
+	mux.HandleFunc("PATCH /v1/accounts/{account_id}/webhook_endpoints/{endpoint_id}", h.patchEndpoint)
+	mux.HandleFunc("DELETE /v1/accounts/{account_id}/webhook_endpoints/{endpoint_id}", h.deleteEndpoint)
+	mux.HandleFunc("POST /v1/accounts/{account_id}/webhook_endpoints/{endpoint_id}/rotate_secret", h.rotateSecret)
+	mux.HandleFunc("GET /v1/accounts/{account_id}/webhook_endpoints/{endpoint_id}/deliveries", h.listDeliveries)
+	mux.HandleFunc("POST /v1/accounts/{account_id}/webhook_endpoints/{endpoint_id}/deliveries/{delivery_id}/retry", h.retryDelivery)
 	if d.Mailbox != nil {
 		mux.Handle("GET /dev/mail", d.Mailbox)
 		mux.Handle("GET /dev/mail.json", d.MailboxJSON)
