@@ -6,6 +6,13 @@ package smtptest
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
 	"errors"
 	"io"
 	"net"
@@ -65,17 +72,22 @@ func Start(t testing.TB) *Server {
 }
 
 func serveOn(t testing.TB, ln net.Listener) *Server {
+	s := newServer(ln)
+	go s.srv.Serve(ln)
+	t.Cleanup(func() {
+		s.Release()
+		s.srv.Close()
+	})
+	return s
+}
+
+func newServer(ln net.Listener) *Server {
 	s := &Server{Addr: ln.Addr().String(), behaviour: map[string]Behaviour{}, tempOnce: map[string]bool{},
 		received: map[string]int{}, held: make(chan struct{})}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{s: s}, nil }))
 	s.srv.Domain = "localhost"
 	s.srv.ReadTimeout, s.srv.WriteTimeout = 30*time.Second, 30*time.Second
 	s.srv.MaxMessageBytes = 1 << 20
-	go s.srv.Serve(ln)
-	t.Cleanup(func() {
-		s.Release()
-		s.srv.Close()
-	})
 	return s
 }
 
@@ -210,6 +222,42 @@ func (ss *session) Data(r io.Reader) error {
 		s.messages = append(s.messages, Message{From: ss.from, To: to, Header: msg.Header, Raw: raw})
 	}
 	return nil
+}
+
+// StartTLS runs a server that offers STARTTLS with a certificate for
+// 127.0.0.1 and returns it with a pool that trusts that certificate.
+func StartTLS(t testing.TB) (*Server, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "smtptest"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"127.0.0.1"},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(ln)
+	s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	go s.srv.Serve(ln)
+	t.Cleanup(func() {
+		s.Release()
+		s.srv.Close()
+	})
+	return s, pool
 }
 
 // StartOn runs a server on addr (a port a test freed) until the test ends.
