@@ -8,6 +8,7 @@ import (
 
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
+	"github.com/platformco/platform/internal/courier/couriercmd"
 	"github.com/platformco/platform/internal/devcmd"
 	"github.com/platformco/platform/internal/events/eventscmd"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
@@ -27,6 +28,7 @@ commands:
   box serve|migrate                     the entitlement service and its schema
   box grant|revoke|list                 operator commands against BOX_URL
   gateway serve                         the edge
+  courier serve|migrate                 email, preferences and webhooks, and their schema
   events publish --service NAME         the outbox publisher loop
   events check                          catalog, manifests and schemas agree
   events tail [--new]                   print the event stream as JSON lines
@@ -64,6 +66,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return boxcmd.Run(ctx, args[1:], env)
 	case "gateway":
 		return gatewaycmd.Run(ctx, args[1:], env)
+	case "courier":
+		return couriercmd.Run(ctx, args[1:], env)
 	case "events":
 		return eventscmd.Run(ctx, args[1:], env)
 	case "version":

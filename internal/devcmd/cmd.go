@@ -6,6 +6,7 @@ package devcmd
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/courier/couriercmd"
 	"github.com/platformco/platform/internal/events/embeddednats"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
@@ -30,7 +32,11 @@ const (
 	gatewayPort  = 8080
 	identityPort = 8081
 	boxPort      = 8082
+	courierPort  = 8083
 )
+
+// courierKeyFile holds courier's COURIER_SECRET_BOX_KEY inside the data dir.
+const courierKeyFile = "courier.key"
 
 // masterKeyFile holds identity's IDENTITY_MASTER_KEY inside the data dir.
 const masterKeyFile = "master.key"
@@ -104,7 +110,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return err
 	}
 
-	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort})
+	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort})
 	if err != nil {
 		return err
 	}
@@ -123,6 +129,10 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}
 	if err := boxcmd.Migrate(ctx, boxDB); err != nil {
 		return fmt.Errorf("box migrations: %w", err)
+	}
+	courierCfg, err := courierConfig(ctx, env, dir, natsURL)
+	if err != nil {
+		return err
 	}
 
 	dial, named := reachAt(opts.listen)
@@ -182,6 +192,9 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	serve("identity", func() error { return identitycmd.Serve(ctx, idCfg, env.Logger("identity"), listeners[identityPort]) })
 	serve("box", func() error { return boxcmd.Serve(ctx, boxCfg, env.Logger("box"), listeners[boxPort]) })
 	serve("gateway", func() error { return gatewaycmd.Serve(ctx, gwCfg, env.Logger("gateway"), listeners[gatewayPort]) })
+	serve("courier", func() error {
+		return couriercmd.Serve(ctx, courierCfg, env.Logger("courier"), listeners[courierPort])
+	})
 
 	printBanner(env, dir, natsURL, named)
 	wg.Wait()
@@ -259,17 +272,54 @@ func printBanner(env cli.Env, dir, natsURL, host string) {
   gateway   http://%[1]s:%[2]d   (start here)
   identity  http://%[1]s:%[3]d
   box       http://%[1]s:%[4]d
-  events    %[5]s   (stream PLATFORM_EVENTS)
-  data      %[6]s
+  courier   http://%[1]s:%[5]d   (mail lands in the local mailbox: http://%[1]s:%[5]d/dev/mail)
+  events    %[6]s   (stream PLATFORM_EVENTS)
+  data      %[7]s
 
 Make a registered user staff (an operator who can grant entitlements):
 
-  DATABASE_URL=sqlite:%[6]s/identity.db go run ./cmd/platform identity staff add you@example.com
+  DATABASE_URL=sqlite:%[7]s/identity.db go run ./cmd/platform identity staff add you@example.com
 
-`, host, gatewayPort, identityPort, boxPort, natsURL, rel)
+`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel)
 	env.Logger("dev").Info("platform dev started", "data", dir)
 }
 
 type devNull struct{}
 
 func (devNull) Write(p []byte) (int, error) { return len(p), nil }
+
+// courierConfig migrates courier's database and returns its configuration:
+// the local mail adapter writing under DIR/mail, its secret box key kept in
+// DIR/courier.key, and identity's service credential derived from it (so
+// an identity relay configured by the quick start can present it).
+func courierConfig(ctx context.Context, env cli.Env, dir, natsURL string) (couriercmd.Config, error) {
+	db := "sqlite:" + filepath.Join(dir, "courier.db")
+	if err := couriercmd.Migrate(ctx, db); err != nil {
+		return couriercmd.Config{}, fmt.Errorf("courier migrations: %w", err)
+	}
+	key, err := loadOrCreateMasterKey(filepath.Join(dir, courierKeyFile))
+	if err != nil {
+		return couriercmd.Config{}, err
+	}
+	return couriercmd.LoadConfig(only(env, map[string]string{
+		"PORT":                   fmt.Sprint(courierPort),
+		"DATABASE_URL":           db,
+		"COURIER_ENV":            "development",
+		"COURIER_SECRET_BOX_KEY": key,
+		"COURIER_MAIL_ADAPTER":   couriercmd.AdapterLocal,
+		"COURIER_LOCAL_DIR":      filepath.Join(dir, "mail"),
+		"COURIER_MAIL_FROM":      "Platform <no-reply@platform.localhost>",
+		"COURIER_SERVICE_TOKENS": "identity:" + CourierServiceSecret(key),
+		"IDENTITY_ISSUER":        fmt.Sprintf("http://localhost:%d", identityPort),
+		"COURIER_IDENTITY_URL":   fmt.Sprintf("http://127.0.0.1:%d", identityPort),
+		"EVENTS_URL":             natsURL,
+	}))
+}
+
+// CourierServiceSecret is the secret of identity's courier credential in
+// the quick start (COURIER_SERVICE_TOKENS "identity:<secret>"), derived
+// from courier's key so nothing more is stored.
+func CourierServiceSecret(courierKey string) string {
+	sum := sha256.Sum256([]byte("platform dev: identity's courier credential\x00" + courierKey))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}

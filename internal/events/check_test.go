@@ -13,6 +13,14 @@ import (
 
 // identityManifest mirrors what identity declares (operations.md section 6);
 // the command wires the real identity.Manifest().
+// courierManifest is courier's declared events (courier.EventTypes).
+func courierManifest() Manifest {
+	return Manifest{Service: "courier", Types: []string{
+		"courier.email.queued", "courier.email.delivered", "courier.email.bounced",
+		"courier.email.complained", "courier.notification.suppressed",
+	}}
+}
+
 func identityManifest() Manifest {
 	return Manifest{Service: "identity", Types: []string{
 		"identity.user.created",
@@ -85,7 +93,7 @@ func editRow(t *testing.T, m fstest.MapFS, typ string, fn func(row map[string]an
 }
 
 func TestCheckRepositoryAgrees(t *testing.T) {
-	if got := Check(repoSchemas(t), []Manifest{identityManifest()}); len(got) != 0 {
+	if got := Check(repoSchemas(t), []Manifest{identityManifest(), courierManifest()}); len(got) != 0 {
 		for _, d := range got {
 			t.Error(d)
 		}
@@ -114,9 +122,9 @@ func TestCatalogHoldsPlatformRows(t *testing.T) {
 		"billing.subscription.past_due": StatusExternal, "billing.payment.succeeded": StatusExternal,
 		"billing.payment.failed": StatusExternal, "billing.payment.refunded": StatusExternal,
 		"billing.invoice.created": StatusExternal, "billing.usage.recorded": StatusExternal,
-		"courier.email.queued": StatusExternal, "courier.email.delivered": StatusExternal,
-		"courier.email.bounced": StatusExternal, "courier.email.complained": StatusExternal,
-		"courier.notification.suppressed": StatusExternal, "muse.tokens.consumed": StatusExternal,
+		"courier.email.queued": StatusDeclared, "courier.email.delivered": StatusDeclared,
+		"courier.email.bounced": StatusDeclared, "courier.email.complained": StatusDeclared,
+		"courier.notification.suppressed": StatusDeclared, "muse.tokens.consumed": StatusExternal,
 	}
 	if len(cat.Events) != len(want) {
 		t.Errorf("catalog has %d rows, want %d", len(cat.Events), len(want))

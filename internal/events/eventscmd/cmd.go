@@ -18,6 +18,8 @@ import (
 
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/courier"
+	couriersql "github.com/platformco/platform/internal/courier/sqlstore"
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/sqlstore"
@@ -40,13 +42,17 @@ commands:
 func Manifests() []events.Manifest {
 	return []events.Manifest{
 		{Service: "identity", Types: identity.EventTypes()},
+		{Service: "courier", Types: courier.EventTypes()},
 	}
 }
 
 // publishers maps each publishing service to its schema history, so the
 // publisher can refuse a database whose outbox is not there yet.
 func publishers() map[string]sqldb.Migrations {
-	return map[string]sqldb.Migrations{"identity": sqlstore.Migrations}
+	return map[string]sqldb.Migrations{
+		"identity": sqlstore.Migrations,
+		"courier":  couriersql.Migrations,
+	}
 }
 
 // Run runs one `platform events` subcommand.

@@ -1,0 +1,139 @@
+package courier
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/platformco/platform/internal/errs"
+)
+
+func sampleData(template string) map[string]any {
+	d := map[string]any{}
+	for _, k := range templateSpecs[template].keys {
+		switch k {
+		case "link":
+			d[k] = "https://app.example.com/x?token=abc"
+		case "new_email", "inviter_email":
+			d[k] = "someone@example.com"
+		default:
+			d[k] = "Engines"
+		}
+	}
+	return d
+}
+
+func TestEveryTemplateRendersThreeParts(t *testing.T) {
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Templates() {
+		t.Run(name, func(t *testing.T) {
+			data, err := SendRequest{Template: name, To: "a@example.com", Data: sampleData(name)}.validate()
+			if err != nil {
+				t.Fatalf("validate: %v", err)
+			}
+			got, err := r.Render(name, data)
+			if err != nil {
+				t.Fatalf("Render: %v", err)
+			}
+			if got.Subject == "" || strings.TrimSpace(got.Text) == "" || !strings.Contains(got.HTML, "<html>") {
+				t.Errorf("Render = %+v, want a subject, a text part and an HTML part", got)
+			}
+			for k, v := range data {
+				if !strings.Contains(got.Text, v) {
+					t.Errorf("text part lacks data.%s", k)
+				}
+			}
+		})
+	}
+}
+
+func TestHTMLPartIsEscaped(t *testing.T) {
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Render(TemplateInvitation, map[string]string{
+		"link": `https://x.example.com/"><script>alert(1)</script>`, "account_name": "<b>Evil</b> & Co", "inviter_email": "a@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got.HTML, "<script>") || strings.Contains(got.HTML, "<b>Evil") {
+		t.Errorf("HTML part carries markup from the data:\n%s", got.HTML)
+	}
+	if !strings.Contains(got.HTML, "&lt;b&gt;Evil&lt;/b&gt; &amp; Co") {
+		t.Errorf("HTML part lacks the escaped account name:\n%s", got.HTML)
+	}
+}
+
+func TestSendRequestValidation(t *testing.T) {
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name  string
+		req   SendRequest
+		field string // "" for valid
+		rule  string
+	}{
+		{"OK", SendRequest{Template: TemplateVerifyEmail, To: "a@example.com", Data: map[string]any{"link": "https://x.example.com/v"}}, "", ""},
+		{"OKNoDataNeeded", SendRequest{Template: TemplateWelcome, To: "a@example.com"}, "", ""},
+		{"OKLocale", SendRequest{Template: TemplateWelcome, To: "a@example.com", Locale: str("de-CH")}, "", ""},
+		{"ErrTemplateMissing", SendRequest{To: "a@example.com"}, "template", RuleRequired},
+		{"ErrTemplateUnknown", SendRequest{Template: "newsletter", To: "a@example.com"}, "template", RuleUnknown},
+		{"ErrToMissing", SendRequest{Template: TemplateWelcome}, "to", RuleRequired},
+		{"ErrToMalformed", SendRequest{Template: TemplateWelcome, To: "not-an-address"}, "to", RuleInvalid},
+		{"ErrToDisplayName", SendRequest{Template: TemplateWelcome, To: "Ann <a@example.com>"}, "to", RuleInvalid},
+		{"ErrToHeaderInjection", SendRequest{Template: TemplateWelcome, To: "a@example.com\r\nBcc: b@example.com"}, "to", RuleInvalid},
+		{"ErrToNoDomainDot", SendRequest{Template: TemplateWelcome, To: "a@localhost"}, "to", RuleInvalid},
+		{"ErrLocale", SendRequest{Template: TemplateWelcome, To: "a@example.com", Locale: str("not a locale")}, "locale", RuleInvalid},
+		{"ErrDataMissing", SendRequest{Template: TemplatePasswordReset, To: "a@example.com"}, "data.link", RuleRequired},
+		{"ErrDataNotString", SendRequest{Template: TemplatePasswordReset, To: "a@example.com", Data: map[string]any{"link": 5.0}}, "data.link", RuleInvalid},
+		{"ErrDataLinkNotURL", SendRequest{Template: TemplatePasswordReset, To: "a@example.com", Data: map[string]any{"link": "javascript:alert(1)"}}, "data.link", RuleInvalid},
+		{"ErrDataUnknownKey", SendRequest{Template: TemplateWelcome, To: "a@example.com", Data: map[string]any{"name": "x"}}, "data.name", RuleUnknown},
+		{"ErrDataControlChars", SendRequest{Template: TemplateInvitation, To: "a@example.com", Data: map[string]any{"link": "https://x.example.com", "account_name": "A\nSubject: x", "inviter_email": "b@example.com"}}, "data.account_name", RuleInvalid},
+		{"ErrDataInviterMalformed", SendRequest{Template: TemplateInvitation, To: "a@example.com", Data: map[string]any{"link": "https://x.example.com", "account_name": "A", "inviter_email": "b"}}, "data.inviter_email", RuleInvalid},
+		{"ErrDataTooLong", SendRequest{Template: TemplateEmailChangedNotice, To: "a@example.com", Data: map[string]any{"new_email": strings.Repeat("a", 3000)}}, "data.new_email", RuleTooLong},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.req.validate()
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("validate: %v", err)
+				}
+				return
+			}
+			e, ok := errs.As(err)
+			if !ok || e.Code != CodeValidation {
+				t.Fatalf("validate = %v, want %s", err, CodeValidation)
+			}
+			for _, f := range e.Fields {
+				if f.Field == tt.field && f.Code == tt.rule {
+					return
+				}
+			}
+			t.Errorf("fields = %v, want %s %s", e.Fields, tt.field, tt.rule)
+		})
+	}
+}
+
+func TestSealer(t *testing.T) {
+	s, err := NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := s.Seal("id-1", []byte("secret"))
+	if strings.Contains(string(sealed), "secret") {
+		t.Fatal("sealed value holds the plaintext")
+	}
+	if got, err := s.Open("id-1", sealed); err != nil || string(got) != "secret" {
+		t.Errorf("Open = %q, %v; want secret", got, err)
+	}
+	if _, err := s.Open("id-2", sealed); err == nil {
+		t.Error("a value sealed for one row opened for another")
+	}
+	other, _ := NewSealer([]byte("fedcba9876543210fedcba9876543210"))
+	if _, err := other.Open("id-1", sealed); err == nil {
+		t.Error("a value opened with another key")
+	}
+}

@@ -1,0 +1,69 @@
+package couriercmd
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/platformco/platform/internal/courier"
+	"github.com/platformco/platform/internal/events/eventstest"
+	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
+)
+
+// TestServeDeliversToTheLocalMailboxAndPublishes runs the whole service:
+// a send over HTTP lands in the local mailbox through the send loop, and
+// its events reach JetStream through the outbox publisher.
+func TestServeDeliversToTheLocalMailboxAndPublishes(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		broker := eventstest.Embedded(t)
+		secret := strings.Repeat("s", 32)
+		base := serve(t, map[string]string{"DATABASE_URL": migrated(t, engine), "EVENTS_URL": broker.URL,
+			"COURIER_SERVICE_TOKENS": "identity:" + secret})
+		req, _ := http.NewRequest("POST", base+"/v1/emails", strings.NewReader(
+			`{"template":"invitation","to":"ann@example.com","data":{"link":"https://app.example.com/i/x","account_name":"Engines <Ltd>","inviter_email":"ada@example.com"}}`))
+		req.Header.Set("Authorization", "Bearer identity:"+secret)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 202 {
+			t.Fatalf("POST /v1/emails = %d, want 202", res.StatusCode)
+		}
+		var box struct {
+			Messages []struct{ To, Subject, Text, HTML string } `json:"messages"`
+		}
+		testutil.Eventually(t, 10*time.Second, "the message in /dev/mail.json", func() bool {
+			res, err := http.Get(base + "/dev/mail.json")
+			if err != nil {
+				return false
+			}
+			defer res.Body.Close()
+			return json.NewDecoder(res.Body).Decode(&box) == nil && len(box.Messages) == 1
+		})
+		m := box.Messages[0]
+		if m.To != "ann@example.com" || m.Subject != "You are invited to Engines <Ltd>" || !strings.Contains(m.HTML, "Engines &lt;Ltd&gt;") {
+			t.Errorf("mailbox message = %+v", m)
+		}
+		page, err := http.Get(base + "/dev/mail")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page.Body.Close()
+		if page.StatusCode != 200 || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("GET /dev/mail = %d %s", page.StatusCode, page.Header.Get("Content-Type"))
+		}
+		_, js := eventstest.Connect(t, broker)
+		testutil.Eventually(t, 10*time.Second, "queued and delivered in the stream", func() bool {
+			seen := map[string]bool{}
+			for _, msg := range eventstest.ReadStream(t, js, broker) {
+				seen[msg.Envelope.Type] = true
+			}
+			return seen[courier.EventEmailQueued] && seen[courier.EventEmailDelivered]
+		})
+	})
+}

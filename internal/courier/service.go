@@ -1,0 +1,110 @@
+package courier
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/platformco/platform/internal/errs"
+)
+
+// Preference categories (notification preferences).
+const (
+	CategoryProductUpdates       = "product_updates"
+	CategoryReleaseAnnouncements = "release_announcements"
+	CategoryAccountActivity      = "account_activity"
+)
+
+// Service is courier's application logic over its ports.
+type Service struct {
+	store    Store
+	sealer   *Sealer
+	identity Identity
+}
+
+// NewService returns a service over store, sealing template data with
+// sealer and asking identity about signed-in users.
+func NewService(store Store, sealer *Sealer, identity Identity) *Service {
+	return &Service{store: store, sealer: sealer, identity: identity}
+}
+
+// Send validates and records a send request from caller (a service
+// name). The message is queued, or recorded as suppressed when the address
+// is suppressed for a reason that applies to the template (a hard bounce
+// always, a complaint except for security messages) or when the
+// recipient's preferences turn the template's category off (never for
+// security messages).
+// Errors: CodeValidation.
+func (s *Service) Send(ctx context.Context, caller string, req SendRequest) (Email, error) {
+	data, err := req.validate()
+	if err != nil {
+		return Email{}, err
+	}
+	in := NewEmail{ID: uuid.NewString(), Template: req.Template, To: req.To, Locale: "en", RequestedBy: caller}
+	if req.Locale != nil {
+		in.Locale = *req.Locale
+	}
+	plain, err := json.Marshal(data)
+	if err != nil {
+		return Email{}, err
+	}
+	in.SealedData = s.sealer.Seal(in.ID, plain)
+	spec := templateSpecs[req.Template]
+	decide := func(reasons []string, prefs *Preferences) string {
+		switch {
+		case slices.Contains(reasons, ReasonHardBounce), !spec.security && slices.Contains(reasons, ReasonComplaint):
+			return SkipAddressSuppressed
+		case !spec.security && prefs != nil && spec.category != "" && !prefs.On(spec.category):
+			return SkipPreferenceOff
+		}
+		return ""
+	}
+	return s.store.CreateEmail(ctx, in, decide)
+}
+
+// Email returns a message and its status history, never its data.
+// Errors: CodeNotFound.
+func (s *Service) Email(ctx context.Context, id string) (Email, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return Email{}, errs.New(CodeNotFound, "no such email")
+	}
+	return s.store.Email(ctx, id)
+}
+
+// ReportComplaint suppresses address at once and emits
+// courier.email.complained (once per address). Errors: CodeValidation.
+func (s *Service) ReportComplaint(ctx context.Context, address, reason string) (Suppression, error) {
+	var f errs.Fields
+	switch {
+	case address == "":
+		f.Add("address", RuleRequired)
+	case !validAddress(address):
+		f.Add("address", RuleInvalid)
+	}
+	switch {
+	case reason == "":
+		f.Add("reason", RuleRequired)
+	case reason != ReasonComplaint:
+		f.Add("reason", RuleInvalid)
+	}
+	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
+		return Suppression{}, err
+	}
+	sup, _, err := s.store.Suppress(ctx, address, ReasonComplaint)
+	return sup, err
+}
+
+// OpenData opens a claimed message's template data.
+func (s *Service) OpenData(c Claimed) (map[string]string, error) {
+	plain, err := s.sealer.Open(c.ID, c.SealedData)
+	if err != nil {
+		return nil, err
+	}
+	var data map[string]string
+	if err := json.Unmarshal(plain, &data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}

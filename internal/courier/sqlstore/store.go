@@ -1,0 +1,303 @@
+// Package sqlstore is courier's SQL adapter, one implementation for both
+// engines: the SQL is the same except where sqldb's dialect helpers say.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/platformco/platform/internal/courier"
+	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/sqldb"
+)
+
+// Store implements courier.Store.
+type Store struct {
+	db *sqldb.DB
+}
+
+var _ courier.Store = (*Store)(nil)
+
+// New returns a store over db, whose schema must be migrated.
+func New(db *sqldb.DB) *Store { return &Store{db: db} }
+
+// writeEvents appends events to the outbox in tx: the envelope id is fixed
+// here and reused by every delivery attempt.
+func writeEvents(ctx context.Context, tx *sqldb.Tx, events ...courier.Event) error {
+	for _, e := range events {
+		data, err := json.Marshal(e.Data)
+		if err != nil {
+			return fmt.Errorf("outbox: encode %s: %w", e.Type, err)
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO outbox (id, type, source, subject, time, data, created_at, next_attempt_at)
+			VALUES ($1, $2, 'courier', $3, $4, $5, $4, $4)`,
+			uuid.NewString(), e.Type, e.Subject, tx.Now, string(data))
+		if err != nil {
+			return fmt.Errorf("outbox: insert %s: %w", e.Type, err)
+		}
+	}
+	return nil
+}
+
+func addHistory(ctx context.Context, tx *sqldb.Tx, emailID, status, detail string, attemptID *string) error {
+	_, err := tx.Exec(ctx, `
+		INSERT INTO email_history (email_id, status, detail, attempt_id, at) VALUES ($1, $2, $3, $4, $5)`,
+		emailID, status, detail, attemptID, tx.Now)
+	return err
+}
+
+// CreateEmail implements courier.Store.
+func (s *Store) CreateEmail(ctx context.Context, in courier.NewEmail, decide func(reasons []string, prefs *courier.Preferences) string) (courier.Email, error) {
+	e := courier.Email{ID: in.ID, Template: in.Template, To: in.To, Locale: in.Locale, RequestedBy: in.RequestedBy}
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		e.CreatedAt, e.UpdatedAt = tx.Now, tx.Now
+		reasons, err := suppressionReasons(ctx, tx, in.To)
+		if err != nil {
+			return err
+		}
+		prefs, err := preferencesByAddress(ctx, tx, in.To)
+		if err != nil {
+			return err
+		}
+		skip := decide(reasons, prefs)
+		e.Status = courier.StatusQueued
+		data := in.SealedData
+		if skip != "" {
+			e.Status, data = courier.StatusSuppressed, nil
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO emails (id, template, recipient, locale, requested_by, status, data_sealed,
+				next_attempt_at, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $8)`,
+			e.ID, e.Template, e.To, e.Locale, e.RequestedBy, e.Status, data, tx.Now)
+		if err != nil {
+			return err
+		}
+		if err := addHistory(ctx, tx, e.ID, e.Status, skip, nil); err != nil {
+			return err
+		}
+		e.History = []courier.StatusChange{{Status: e.Status, At: tx.Now, Detail: skip}}
+		if skip != "" {
+			return writeEvents(ctx, tx, courier.SuppressedEvent(e.To, e.Template, skip))
+		}
+		return writeEvents(ctx, tx, courier.QueuedEvent(e))
+	})
+	return e, err
+}
+
+func suppressionReasons(ctx context.Context, tx *sqldb.Tx, address string) ([]string, error) {
+	rows, err := tx.Query(ctx, `SELECT reason FROM suppressions WHERE address = $1`, courier.NormalizeAddress(address))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var reasons []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, err
+		}
+		reasons = append(reasons, r)
+	}
+	return reasons, rows.Err()
+}
+
+// Email implements courier.Store.
+func (s *Store) Email(ctx context.Context, id string) (courier.Email, error) {
+	var e courier.Email
+	var created, updated timeValue
+	err := s.db.QueryRow(ctx, `
+		SELECT id, template, recipient, locale, requested_by, status, attempts, created_at, updated_at
+		FROM emails WHERE id = $1`, id).
+		Scan(&e.ID, &e.Template, &e.To, &e.Locale, &e.RequestedBy, &e.Status, &e.Attempts, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, errs.New(courier.CodeNotFound, "no such email")
+	}
+	if err != nil {
+		return e, err
+	}
+	e.CreatedAt, e.UpdatedAt = time.Time(created), time.Time(updated)
+	rows, err := s.db.Query(ctx, `
+		SELECT status, detail, attempt_id, at FROM email_history WHERE email_id = $1 ORDER BY seq`, id)
+	if err != nil {
+		return e, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c courier.StatusChange
+		var attempt sql.NullString
+		var at timeValue
+		if err := rows.Scan(&c.Status, &c.Detail, &attempt, &at); err != nil {
+			return e, err
+		}
+		c.AttemptID, c.At = attempt.String, time.Time(at)
+		e.History = append(e.History, c)
+	}
+	return e, rows.Err()
+}
+
+// Suppress implements courier.Store.
+func (s *Store) Suppress(ctx context.Context, address, reason string) (courier.Suppression, bool, error) {
+	var sup courier.Suppression
+	var created bool
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		var err error
+		sup, created, err = suppress(ctx, tx, address, reason, nil)
+		if err != nil || !created || reason != courier.ReasonComplaint {
+			return err
+		}
+		return writeEvents(ctx, tx, courier.ComplainedEvent(sup))
+	})
+	return sup, created, err
+}
+
+func suppress(ctx context.Context, tx *sqldb.Tx, address, reason string, emailID *string) (courier.Suppression, bool, error) {
+	sup := courier.Suppression{ID: courier.RecipientID(address), Address: courier.NormalizeAddress(address), Reason: reason, CreatedAt: tx.Now}
+	res, err := tx.Exec(ctx, `
+		INSERT INTO suppressions (address, reason, id, email_id, created_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (address, reason) DO NOTHING`, sup.Address, reason, sup.ID, emailID, tx.Now)
+	if err != nil {
+		return sup, false, err
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return sup, true, nil
+	}
+	var at timeValue
+	err = tx.QueryRow(ctx, `SELECT created_at FROM suppressions WHERE address = $1 AND reason = $2`, sup.Address, reason).Scan(&at)
+	sup.CreatedAt = time.Time(at)
+	return sup, false, err
+}
+
+// ClaimDue implements courier.Store: one transaction takes the due queued
+// messages (skip-locked on PostgreSQL, so replicas take disjoint sets) and
+// leases each by moving next_attempt_at to the lease's end under a new
+// attempt id.
+func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]courier.Claimed, error) {
+	var out []courier.Claimed
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		out = out[:0]
+		rows, err := tx.Query(ctx, `
+			SELECT id, template, recipient, locale, data_sealed, attempts, created_at FROM emails
+			WHERE status = 'queued' AND next_attempt_at <= $1
+			ORDER BY next_attempt_at LIMIT $2`+tx.DB().SkipLocked(), tx.Now, limit)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var c courier.Claimed
+			var created timeValue
+			if err := rows.Scan(&c.ID, &c.Template, &c.To, &c.Locale, &c.SealedData, &c.Attempts, &created); err != nil {
+				rows.Close()
+				return err
+			}
+			c.CreatedAt = time.Time(created)
+			out = append(out, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		until := tx.Now.Add(lease)
+		for i := range out {
+			out[i].AttemptID = uuid.NewString()
+			out[i].Attempts++
+			if _, err := tx.Exec(ctx, `
+				UPDATE emails SET attempt_id = $2, attempts = attempts + 1, next_attempt_at = $3, updated_at = $4
+				WHERE id = $1`, out[i].ID, out[i].AttemptID, until, tx.Now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// finish moves a leased message to a final status, erasing its data, and
+// returns its template, recipient and attempts; ok is false when attemptID
+// no longer holds it.
+func finish(ctx context.Context, tx *sqldb.Tx, id, attemptID, status string) (template, to string, attempts int, ok bool, err error) {
+	err = tx.QueryRow(ctx, `
+		UPDATE emails SET status = $3, data_sealed = NULL, updated_at = $4
+		WHERE id = $1 AND attempt_id = $2 AND status = 'queued'
+		RETURNING template, recipient, attempts`, id, attemptID, status, tx.Now).Scan(&template, &to, &attempts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", 0, false, nil
+	}
+	return template, to, attempts, err == nil, err
+}
+
+// Delivered implements courier.Store.
+func (s *Store) Delivered(ctx context.Context, id, attemptID string) (bool, error) {
+	var ok bool
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		template, to, attempts, done, err := finish(ctx, tx, id, attemptID, courier.StatusDelivered)
+		if ok = done; err != nil || !done {
+			return err
+		}
+		if err := addHistory(ctx, tx, id, courier.StatusDelivered, "", &attemptID); err != nil {
+			return err
+		}
+		return writeEvents(ctx, tx, courier.DeliveredEvent(id, template, to, attempts))
+	})
+	return ok, err
+}
+
+// Bounced implements courier.Store: the message is bounced and its
+// address suppressed in one transaction.
+func (s *Store) Bounced(ctx context.Context, id, attemptID, detail string) (bool, error) {
+	var ok bool
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		template, to, _, done, err := finish(ctx, tx, id, attemptID, courier.StatusBounced)
+		if ok = done; err != nil || !done {
+			return err
+		}
+		if err := addHistory(ctx, tx, id, courier.StatusBounced, detail, &attemptID); err != nil {
+			return err
+		}
+		if _, _, err := suppress(ctx, tx, to, courier.ReasonHardBounce, &id); err != nil {
+			return err
+		}
+		return writeEvents(ctx, tx, courier.BouncedEvent(id, template, to, detail))
+	})
+	return ok, err
+}
+
+// Failed implements courier.Store. No event: the catalogue has none for a
+// message given up.
+func (s *Store) Failed(ctx context.Context, id, attemptID, detail string) (bool, error) {
+	var ok bool
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		_, _, _, done, err := finish(ctx, tx, id, attemptID, courier.StatusFailed)
+		if ok = done; err != nil || !done {
+			return err
+		}
+		return addHistory(ctx, tx, id, courier.StatusFailed, detail, &attemptID)
+	})
+	return ok, err
+}
+
+// Retry implements courier.Store.
+func (s *Store) Retry(ctx context.Context, id, attemptID, detail string, at time.Time) (bool, error) {
+	var ok bool
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `
+			UPDATE emails SET next_attempt_at = $3, updated_at = $4
+			WHERE id = $1 AND attempt_id = $2 AND status = 'queued'`, id, attemptID, sqldb.Timestamp(at), tx.Now)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return nil
+		}
+		ok = true
+		return addHistory(ctx, tx, id, courier.StatusQueued, "temporary failure: "+detail, &attemptID)
+	})
+	return ok, err
+}

@@ -1,0 +1,365 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/platformco/platform/internal/courier"
+	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/events"
+	"github.com/platformco/platform/internal/sqldb"
+)
+
+var _ courier.WebhookStore = (*Store)(nil)
+
+func errNoEndpoint() error { return errs.New(courier.CodeNotFound, "no such webhook endpoint") }
+
+const endpointColumns = `id, account_id, url, event_types, description, disabled, disabled_reason, created_at, updated_at`
+
+func scanEndpoint(sc interface{ Scan(...any) error }) (courier.Endpoint, error) {
+	var e courier.Endpoint
+	var types string
+	var created, updated timeValue
+	if err := sc.Scan(&e.ID, &e.AccountID, &e.URL, &types, &e.Description, &e.Disabled, &e.DisabledReason, &created, &updated); err != nil {
+		return e, err
+	}
+	if err := json.Unmarshal([]byte(types), &e.EventTypes); err != nil {
+		return e, fmt.Errorf("webhook_endpoints.event_types: %w", err)
+	}
+	e.CreatedAt, e.UpdatedAt = time.Time(created), time.Time(updated)
+	return e, nil
+}
+
+// CreateEndpoint implements courier.WebhookStore.
+func (s *Store) CreateEndpoint(ctx context.Context, e courier.Endpoint, sealedSecret []byte) (courier.Endpoint, error) {
+	types, _ := json.Marshal(e.EventTypes)
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		e.CreatedAt, e.UpdatedAt = tx.Now, tx.Now
+		_, err := tx.Exec(ctx, `
+			INSERT INTO webhook_endpoints (id, account_id, url, event_types, description, secret_sealed, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`, e.ID, e.AccountID, e.URL, string(types), e.Description, sealedSecret, tx.Now)
+		return err
+	})
+	return e, err
+}
+
+// Endpoints implements courier.WebhookStore.
+func (s *Store) Endpoints(ctx context.Context, accountID string) ([]courier.Endpoint, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE account_id = $1 ORDER BY created_at, id`, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []courier.Endpoint{}
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Endpoint implements courier.WebhookStore.
+func (s *Store) Endpoint(ctx context.Context, accountID, id string) (courier.Endpoint, error) {
+	e, err := scanEndpoint(s.db.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1 AND account_id = $2`, id, accountID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, errNoEndpoint()
+	}
+	return e, err
+}
+
+// UpdateEndpoint implements courier.WebhookStore. Enabling an endpoint
+// again clears its failure clock.
+func (s *Store) UpdateEndpoint(ctx context.Context, accountID, id string, p courier.EndpointPatch) (courier.Endpoint, error) {
+	var out courier.Endpoint
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		e, err := scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1 AND account_id = $2`+tx.DB().ForUpdate(), id, accountID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return errNoEndpoint()
+		}
+		if err != nil {
+			return err
+		}
+		if p.URL != nil {
+			e.URL = *p.URL
+		}
+		if p.EventTypes != nil {
+			e.EventTypes = *p.EventTypes
+		}
+		if p.Description != nil {
+			e.Description = strings.TrimSpace(*p.Description)
+		}
+		enabling := p.Disabled != nil && !*p.Disabled && e.Disabled
+		if p.Disabled != nil {
+			e.Disabled = *p.Disabled
+			e.DisabledReason = ""
+			if e.Disabled {
+				e.DisabledReason = "disabled by an admin"
+			}
+		}
+		e.UpdatedAt = tx.Now
+		types, _ := json.Marshal(e.EventTypes)
+		if _, err := tx.Exec(ctx, `
+			UPDATE webhook_endpoints SET url = $2, event_types = $3, description = $4, disabled = $5, disabled_reason = $6, updated_at = $7
+			WHERE id = $1`, id, e.URL, string(types), e.Description, e.Disabled, e.DisabledReason, tx.Now); err != nil {
+			return err
+		}
+		if enabling {
+			if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1`, id); err != nil {
+				return err
+			}
+		}
+		if p.SealedSecret != nil {
+			if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET secret_sealed = $2 WHERE id = $1`, id, p.SealedSecret); err != nil {
+				return err
+			}
+		}
+		out = e
+		return nil
+	})
+	return out, err
+}
+
+// DeleteEndpoint implements courier.WebhookStore.
+func (s *Store) DeleteEndpoint(ctx context.Context, accountID, id string) error {
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = $1 AND account_id = $2`, id, accountID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errNoEndpoint()
+		}
+		return nil
+	})
+}
+
+const deliveryColumns = `d.seq, d.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.attempts, d.next_attempt_at, d.created_at, d.updated_at`
+
+func scanDelivery(sc interface{ Scan(...any) error }) (courier.Delivery, error) {
+	var d courier.Delivery
+	var next, created, updated timeValue
+	if err := sc.Scan(&d.Seq, &d.ID, &d.EndpointID, &d.EventID, &d.EventType, &d.Status, &d.Attempts, &next, &created, &updated); err != nil {
+		return d, err
+	}
+	d.CreatedAt, d.UpdatedAt = time.Time(created), time.Time(updated)
+	if d.Status == courier.DeliveryPending {
+		t := time.Time(next)
+		d.NextAttemptAt = &t
+	}
+	return d, nil
+}
+
+// Deliveries implements courier.WebhookStore.
+func (s *Store) Deliveries(ctx context.Context, accountID, endpointID string, before int64, limit int) ([]courier.Delivery, error) {
+	if before <= 0 {
+		before = 1 << 62
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT `+deliveryColumns+` FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+		WHERE d.endpoint_id = $1 AND e.account_id = $2 AND d.seq < $3 ORDER BY d.seq DESC LIMIT $4`, endpointID, accountID, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := []courier.Delivery{}
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Log, err = s.attempts(ctx, out[i].ID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) attempts(ctx context.Context, deliveryID string) ([]courier.DeliveryAttempt, error) {
+	rows, err := s.db.Query(ctx, `SELECT at, status_code, latency_ms, response, error FROM webhook_attempts WHERE delivery_id = $1 ORDER BY seq`, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []courier.DeliveryAttempt{}
+	for rows.Next() {
+		var a courier.DeliveryAttempt
+		var at timeValue
+		var ms int64
+		if err := rows.Scan(&at, &a.StatusCode, &ms, &a.Response, &a.Error); err != nil {
+			return nil, err
+		}
+		a.At, a.Latency = time.Time(at), time.Duration(ms)*time.Millisecond
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// RetryDelivery implements courier.WebhookStore.
+func (s *Store) RetryDelivery(ctx context.Context, accountID, endpointID, id string) (courier.Delivery, error) {
+	var d courier.Delivery
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `
+			UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $4, attempt_id = NULL, updated_at = $4
+			WHERE id = $1 AND endpoint_id = $2 AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE account_id = $3)`,
+			id, endpointID, accountID, tx.Now)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errs.New(courier.CodeNotFound, "no such delivery")
+		}
+		d, err = scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d WHERE d.id = $1`, id))
+		return err
+	})
+	return d, err
+}
+
+// Enqueue is the stream consumer's handler: in the consumer's transaction
+// (which has recorded the envelope id), it adds one pending delivery per
+// enabled endpoint of the subject account subscribed to the event's type.
+// The UNIQUE (endpoint, event) makes a repeat a no-op.
+func Enqueue(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
+	if !slices.Contains(courier.AccountEventTypes(), e.Type) {
+		return nil
+	}
+	if _, err := uuid.Parse(e.Subject); err != nil {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, event_types FROM webhook_endpoints WHERE account_id = $1 AND NOT disabled`, e.Subject)
+	if err != nil {
+		return err
+	}
+	var targets []string
+	for rows.Next() {
+		var id, types string
+		if err := rows.Scan(&id, &types); err != nil {
+			rows.Close()
+			return err
+		}
+		var list []string
+		if json.Unmarshal([]byte(types), &list) == nil && slices.Contains(list, e.Type) {
+			targets = append(targets, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(targets) == 0 {
+		return err
+	}
+	body, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	for _, id := range targets {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, body, status, next_attempt_at, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6, $6)
+			ON CONFLICT (endpoint_id, event_id) DO NOTHING`, uuid.NewString(), id, e.ID, e.Type, string(body), tx.Now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ClaimDeliveries implements courier.WebhookStore: due pending deliveries
+// of enabled endpoints, leased under a new attempt id (skip-locked on
+// PostgreSQL, so replicas take disjoint sets).
+func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]courier.ClaimedDelivery, error) {
+	var out []courier.ClaimedDelivery
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		out = out[:0]
+		lock := ""
+		if tx.DB().Engine == sqldb.Postgres {
+			lock = " FOR UPDATE OF d SKIP LOCKED"
+		}
+		rows, err := tx.Query(ctx, `
+			SELECT d.id, d.endpoint_id, e.url, d.event_id, d.body, e.secret_sealed, d.attempts
+			FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+			WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND NOT e.disabled
+			ORDER BY d.next_attempt_at LIMIT $2`+lock, tx.Now, limit)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var c courier.ClaimedDelivery
+			var body string
+			if err := rows.Scan(&c.ID, &c.EndpointID, &c.URL, &c.EventID, &body, &c.SealedSecret, &c.Attempts); err != nil {
+				rows.Close()
+				return err
+			}
+			c.Body = []byte(body)
+			out = append(out, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i := range out {
+			out[i].AttemptID = uuid.NewString()
+			out[i].Attempts++
+			if _, err := tx.Exec(ctx, `
+				UPDATE webhook_deliveries SET attempt_id = $2, attempts = attempts + 1, next_attempt_at = $3, updated_at = $4
+				WHERE id = $1`, out[i].ID, out[i].AttemptID, tx.Now.Add(lease), tx.Now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RecordAttempt implements courier.WebhookStore.
+func (s *Store) RecordAttempt(ctx context.Context, d courier.ClaimedDelivery, a courier.DeliveryAttempt, ok bool, next *time.Time) error {
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		status, nextAt := courier.DeliverySucceeded, tx.Now
+		switch {
+		case ok:
+		case next != nil:
+			status, nextAt = courier.DeliveryPending, sqldb.Timestamp(*next)
+		default:
+			status = courier.DeliveryFailed
+		}
+		res, err := tx.Exec(ctx, `
+			UPDATE webhook_deliveries SET status = $3, next_attempt_at = $4, updated_at = $5
+			WHERE id = $1 AND attempt_id = $2 AND status = 'pending'`, d.ID, d.AttemptID, status, nextAt, tx.Now)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return nil // the lease passed to another attempt
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO webhook_attempts (delivery_id, at, status_code, latency_ms, response, error) VALUES ($1, $2, $3, $4, $5, $6)`,
+			d.ID, sqldb.Timestamp(a.At), a.StatusCode, a.Latency.Milliseconds(), a.Response, a.Error); err != nil {
+			return err
+		}
+		if ok {
+			_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1`, d.EndpointID)
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL`, d.EndpointID, tx.Now); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE webhook_endpoints SET disabled = true, disabled_reason = 'every delivery failed for 5 days', updated_at = $2
+			WHERE id = $1 AND NOT disabled AND failing_since <= $3`, d.EndpointID, tx.Now, tx.Now.Add(-courier.DisableAfter))
+		return err
+	})
+}

@@ -1,0 +1,357 @@
+package courier
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/platformco/platform/internal/errs"
+)
+
+// CodeForbidden is a member who is not an admin of the account (403).
+const CodeForbidden = "forbidden"
+
+// AccountEventTypes are the catalogued events whose subject is an account:
+// the ones an account's endpoints may subscribe to.
+func AccountEventTypes() []string {
+	return []string{
+		"identity.account.created", "identity.account.updated", "identity.account.deleted",
+		"identity.member.invited", "identity.member.joined", "identity.member.removed", "identity.member.role_changed",
+	}
+}
+
+// RetrySchedule is the wait before each retry of a failed webhook
+// delivery; after the last, the delivery is failed.
+var RetrySchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
+
+// DisableAfter is how long an endpoint's deliveries may all fail before
+// it is disabled.
+const DisableAfter = 5 * 24 * time.Hour
+
+// Delivery statuses.
+const (
+	DeliveryPending   = "pending"
+	DeliverySucceeded = "succeeded"
+	DeliveryFailed    = "failed"
+)
+
+// Endpoint is an account's subscription of a URL to event types.
+type Endpoint struct {
+	ID, AccountID, URL string
+	EventTypes         []string
+	Description        string
+	Disabled           bool
+	DisabledReason     string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+// EndpointPatch changes the fields that are not nil. SealedSecret, when
+// set, replaces the secret (rotation).
+type EndpointPatch struct {
+	URL          *string
+	EventTypes   *[]string
+	Description  *string
+	Disabled     *bool
+	SealedSecret []byte
+}
+
+// Delivery is one event's delivery to one endpoint, with its attempts.
+type Delivery struct {
+	Seq                  int64
+	ID, EndpointID       string
+	EventID, EventType   string
+	Status               string
+	Attempts             int
+	NextAttemptAt        *time.Time
+	CreatedAt, UpdatedAt time.Time
+	Log                  []DeliveryAttempt
+}
+
+// DeliveryAttempt is one POST to an endpoint and what came back.
+type DeliveryAttempt struct {
+	At         time.Time
+	StatusCode int // 0 when no answer came
+	Latency    time.Duration
+	Response   string // the first 1 KiB of the answer's body
+	Error      string
+}
+
+// ClaimedDelivery is a due delivery leased to one attempt.
+type ClaimedDelivery struct {
+	ID, EndpointID, URL, EventID, AttemptID string
+	Body, SealedSecret                      []byte
+	Attempts                                int // including this one
+}
+
+// WebhookStore is the webhooks' persistence port.
+type WebhookStore interface {
+	CreateEndpoint(ctx context.Context, e Endpoint, sealedSecret []byte) (Endpoint, error)
+	Endpoints(ctx context.Context, accountID string) ([]Endpoint, error)
+	// Endpoint, UpdateEndpoint and DeleteEndpoint answer CodeNotFound for
+	// an endpoint of another account.
+	Endpoint(ctx context.Context, accountID, id string) (Endpoint, error)
+	UpdateEndpoint(ctx context.Context, accountID, id string, p EndpointPatch) (Endpoint, error)
+	DeleteEndpoint(ctx context.Context, accountID, id string) error
+	// Deliveries pages an endpoint's deliveries, newest first, after the
+	// cursor seq (0 for the first page).
+	Deliveries(ctx context.Context, accountID, endpointID string, before int64, limit int) ([]Delivery, error)
+	// RetryDelivery makes a delivery due at once.
+	RetryDelivery(ctx context.Context, accountID, endpointID, id string) (Delivery, error)
+
+	ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]ClaimedDelivery, error)
+	// RecordAttempt records an attempt's outcome while attemptID holds the
+	// delivery: success, or a failure retried at next (nil: failed for
+	// good). It disables the endpoint when its deliveries have all failed
+	// for DisableAfter.
+	RecordAttempt(ctx context.Context, d ClaimedDelivery, a DeliveryAttempt, ok bool, next *time.Time) error
+}
+
+// AccountIdentity answers a caller's role in an account.
+type AccountIdentity interface {
+	AccountRole(ctx context.Context, token, accountID string) (string, error)
+}
+
+// Webhooks is the endpoint management of courier.md section 4.
+type Webhooks struct {
+	store    WebhookStore
+	identity AccountIdentity
+	sealer   *Sealer
+	// development admits http:// endpoints on loopback addresses.
+	development bool
+}
+
+// NewWebhooks returns the endpoint management over store.
+func NewWebhooks(store WebhookStore, identity AccountIdentity, sealer *Sealer, development bool) *Webhooks {
+	return &Webhooks{store: store, identity: identity, sealer: sealer, development: development}
+}
+
+// admin checks that token's user is an owner or admin of accountID.
+// Errors: CodeUnauthorized, CodeNotFound (not a member), CodeForbidden,
+// CodeUnavailable.
+func (w *Webhooks) admin(ctx context.Context, token, accountID string) error {
+	if token == "" {
+		return errs.New(CodeUnauthorized, "a valid identity access token is required")
+	}
+	if _, err := uuid.Parse(accountID); err != nil {
+		return errs.New(CodeNotFound, "no such account")
+	}
+	role, err := w.identity.AccountRole(ctx, token, accountID)
+	if err != nil {
+		return err
+	}
+	if role != "owner" && role != "admin" {
+		return errs.New(CodeForbidden, "only the account's owners and admins manage its webhook endpoints")
+	}
+	return nil
+}
+
+// NewSecret returns a signing secret: whsec_ + base64 of 32 random bytes.
+func NewSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}
+
+// EndpointInput is a create request.
+type EndpointInput struct {
+	URL         string
+	EventTypes  []string
+	Description *string
+}
+
+func (w *Webhooks) checkURL(f *errs.Fields, raw string) {
+	if err := CheckEndpointURL(raw, w.development); err != "" {
+		f.Add("url", err)
+	}
+}
+
+// CheckEndpointURL returns "" for a URL an endpoint may have, else the
+// rule it breaks: https only (http to a loopback address only in
+// development), no credentials, and no loopback, private, link-local or
+// unspecified literal address outside development. Host names are
+// checked again on the address each connection reaches.
+func CheckEndpointURL(raw string, development bool) string {
+	u, err := url.Parse(raw)
+	if raw == "" {
+		return RuleRequired
+	}
+	if err != nil || u.Host == "" || u.User != nil || len(raw) > 2048 || hasControl(raw) || u.Fragment != "" {
+		return RuleInvalid
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !(development && loopback) {
+			return "https_required"
+		}
+	default:
+		return "https_required"
+	}
+	if ip != nil && !development && !PublicAddress(ip) {
+		return "private_address"
+	}
+	if loopback && !development {
+		return "private_address"
+	}
+	return ""
+}
+
+// PublicAddress reports whether ip may be reached outside development.
+func PublicAddress(ip net.IP) bool {
+	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() ||
+		// 100.64.0.0/10 (carrier-grade NAT) and 0.0.0.0/8 reach no public host either.
+		(ip.To4() != nil && (ip.To4()[0] == 0 || (ip.To4()[0] == 100 && ip.To4()[1]&0xc0 == 64))))
+}
+
+func checkTypes(f *errs.Fields, types []string) {
+	if len(types) == 0 {
+		f.Add("event_types", RuleRequired)
+		return
+	}
+	allowed := AccountEventTypes()
+	for _, t := range types {
+		if !slices.Contains(allowed, t) {
+			f.Add("event_types", RuleUnknown)
+			return
+		}
+	}
+}
+
+func checkDescription(f *errs.Fields, d *string) {
+	if d != nil && (utf8.RuneCountInString(*d) > 500 || hasControl(*d)) {
+		f.Add("description", RuleInvalid)
+	}
+}
+
+func dedupe(types []string) []string {
+	out := slices.Clone(types)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Create adds an endpoint and returns it with its secret, shown only now.
+func (w *Webhooks) Create(ctx context.Context, token, accountID string, in EndpointInput) (Endpoint, string, error) {
+	if err := w.admin(ctx, token, accountID); err != nil {
+		return Endpoint{}, "", err
+	}
+	var f errs.Fields
+	w.checkURL(&f, in.URL)
+	checkTypes(&f, in.EventTypes)
+	checkDescription(&f, in.Description)
+	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
+		return Endpoint{}, "", err
+	}
+	e := Endpoint{ID: uuid.NewString(), AccountID: accountID, URL: in.URL, EventTypes: dedupe(in.EventTypes)}
+	if in.Description != nil {
+		e.Description = strings.TrimSpace(*in.Description)
+	}
+	secret := NewSecret()
+	e, err := w.store.CreateEndpoint(ctx, e, w.sealer.Seal(e.ID, []byte(secret)))
+	return e, secret, err
+}
+
+// List returns the account's endpoints.
+func (w *Webhooks) List(ctx context.Context, token, accountID string) ([]Endpoint, error) {
+	if err := w.admin(ctx, token, accountID); err != nil {
+		return nil, err
+	}
+	return w.store.Endpoints(ctx, accountID)
+}
+
+// Get returns one endpoint.
+func (w *Webhooks) Get(ctx context.Context, token, accountID, id string) (Endpoint, error) {
+	if err := w.admin(ctx, token, accountID); err != nil {
+		return Endpoint{}, err
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return Endpoint{}, errs.New(CodeNotFound, "no such webhook endpoint")
+	}
+	return w.store.Endpoint(ctx, accountID, id)
+}
+
+// Update changes an endpoint's url, types, description or disabled flag.
+func (w *Webhooks) Update(ctx context.Context, token, accountID, id string, p EndpointPatch) (Endpoint, error) {
+	if err := w.admin(ctx, token, accountID); err != nil {
+		return Endpoint{}, err
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return Endpoint{}, errs.New(CodeNotFound, "no such webhook endpoint")
+	}
+	var f errs.Fields
+	if p.URL != nil {
+		w.checkURL(&f, *p.URL)
+	}
+	if p.EventTypes != nil {
+		checkTypes(&f, *p.EventTypes)
+		d := dedupe(*p.EventTypes)
+		p.EventTypes = &d
+	}
+	checkDescription(&f, p.Description)
+	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
+		return Endpoint{}, err
+	}
+	p.SealedSecret = nil
+	return w.store.UpdateEndpoint(ctx, accountID, id, p)
+}
+
+// Delete removes an endpoint and its delivery log.
+func (w *Webhooks) Delete(ctx context.Context, token, accountID, id string) error {
+	if err := w.admin(ctx, token, accountID); err != nil {
+		return err
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return errs.New(CodeNotFound, "no such webhook endpoint")
+	}
+	return w.store.DeleteEndpoint(ctx, accountID, id)
+}
+
+// Rotate replaces an endpoint's secret and returns the new one, once.
+func (w *Webhooks) Rotate(ctx context.Context, token, accountID, id string) (Endpoint, string, error) {
+	if err := w.admin(ctx, token, accountID); err != nil {
+		return Endpoint{}, "", err
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return Endpoint{}, "", errs.New(CodeNotFound, "no such webhook endpoint")
+	}
+	secret := NewSecret()
+	e, err := w.store.UpdateEndpoint(ctx, accountID, id, EndpointPatch{SealedSecret: w.sealer.Seal(id, []byte(secret))})
+	return e, secret, err
+}
+
+// Deliveries pages an endpoint's delivery log.
+func (w *Webhooks) Deliveries(ctx context.Context, token, accountID, id string, before int64, limit int) ([]Delivery, error) {
+	if _, err := w.Get(ctx, token, accountID, id); err != nil {
+		return nil, err
+	}
+	return w.store.Deliveries(ctx, accountID, id, before, limit)
+}
+
+// Retry makes a delivery due at once.
+func (w *Webhooks) Retry(ctx context.Context, token, accountID, endpointID, id string) (Delivery, error) {
+	if _, err := w.Get(ctx, token, accountID, endpointID); err != nil {
+		return Delivery{}, err
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return Delivery{}, errs.New(CodeNotFound, "no such delivery")
+	}
+	return w.store.RetryDelivery(ctx, accountID, endpointID, id)
+}
+
+// OpenSecret opens a claimed delivery's endpoint secret.
+func (w *Webhooks) OpenSecret(d ClaimedDelivery) (string, error) {
+	b, err := w.sealer.Open(d.EndpointID, d.SealedSecret)
+	return string(b), err
+}

@@ -1,0 +1,295 @@
+// Package webhooks delivers the platform's events to accounts' webhook
+// endpoints: a stream consumer (the consumer library, deduplicating on the
+// envelope id) turns each matching event into one pending delivery per
+// endpoint, and a delivery loop POSTs them, signed by the Standard
+// Webhooks scheme, retrying on courier.RetrySchedule. Outbound connections
+// go only to public addresses (outside development), checked on the
+// address each connection actually reaches, so DNS cannot steer them.
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/platformco/platform/internal/courier"
+	"github.com/platformco/platform/internal/courier/sqlstore"
+	"github.com/platformco/platform/internal/events"
+	"github.com/platformco/platform/internal/events/consumer"
+	"github.com/platformco/platform/internal/sqldb"
+)
+
+// ConsumerName is the durable consumer's name: every courier replica
+// shares it, so the stream hands each event to one of them.
+const ConsumerName = "courier-webhooks"
+
+// Timeout is how long an endpoint has to answer 2xx.
+const Timeout = 10 * time.Second
+
+// NewConsumer returns the stream consumer that enqueues deliveries.
+func NewConsumer(ctx context.Context, db *sqldb.DB, js jetstream.JetStream, logger *slog.Logger) (*consumer.Consumer, error) {
+	return consumer.New(ctx, db, js, consumer.Config{Name: ConsumerName, Types: courier.AccountEventTypes()}, sqlstore.Enqueue, logger)
+}
+
+// Consume connects to eventsURL and runs the consumer until ctx is done.
+// A broker that is down, at start or later, is waited for: events wait in
+// the stream, nothing is lost.
+func Consume(ctx context.Context, db *sqldb.DB, eventsURL string, logger *slog.Logger) error {
+	nc, err := events.Connect(eventsURL, "platform-courier-webhooks", logger)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	wait := time.Second
+	for ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c, err := NewConsumer(cctx, db, js, logger)
+		cancel()
+		if err == nil {
+			return c.Run(ctx)
+		}
+		logger.Warn("webhooks: cannot reach the event stream yet; retrying", "error", err.Error())
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		wait = min(wait*2, 30*time.Second)
+	}
+	return nil
+}
+
+// Sign returns the Standard Webhooks signature header value for body:
+// v1,<base64 HMAC-SHA256 over "id.timestamp.body"> keyed with the
+// secret's base64 part.
+func Sign(secret, id string, ts int64, body []byte) (string, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		return "", fmt.Errorf("webhook secret: %w", err)
+	}
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s.%d.", id, ts)
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
+}
+
+// ErrAddressRefused is a connection to an address endpoints may not reach.
+var ErrAddressRefused = errors.New("the endpoint's address is loopback, private or link-local")
+
+// NewClient returns the HTTP client deliveries use: no proxy, no
+// redirects followed (a 3xx is a failed attempt), Timeout per request,
+// and a dialer that refuses non-public addresses unless development (which
+// admits loopback only).
+func NewClient(development bool) *http.Client {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return ErrAddressRefused
+		}
+		ip := net.ParseIP(host)
+		if ip == nil {
+			return ErrAddressRefused
+		}
+		if courier.PublicAddress(ip) || (development && ip.IsLoopback()) {
+			return nil
+		}
+		return ErrAddressRefused
+	}}
+	return &http.Client{
+		Timeout: Timeout,
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ResponseHeaderTimeout: Timeout,
+			MaxIdleConnsPerHost:   8,
+			IdleConnTimeout:       90 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Options tune the delivery loop.
+type Options struct {
+	Batch, Workers int           // default 50, 8
+	Lease          time.Duration // default 1m (longer than Timeout)
+	Poll           time.Duration // default 500ms
+	// Schedule is the retry schedule (default courier.RetrySchedule).
+	Schedule []time.Duration
+	Now      func() time.Time
+}
+
+// Deliverer is the delivery loop.
+type Deliverer struct {
+	store  courier.WebhookStore
+	hooks  *courier.Webhooks
+	client *http.Client
+	opts   Options
+	logger *slog.Logger
+	kick   chan struct{}
+}
+
+// Kick wakes the loop now (a manual retry is due at once).
+func (d *Deliverer) Kick() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// NewDeliverer returns a delivery loop over store.
+func NewDeliverer(store courier.WebhookStore, hooks *courier.Webhooks, client *http.Client, opts Options, logger *slog.Logger) *Deliverer {
+	if opts.Batch <= 0 {
+		opts.Batch = 50
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 8
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = time.Minute
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 500 * time.Millisecond
+	}
+	if opts.Schedule == nil {
+		opts.Schedule = courier.RetrySchedule
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Deliverer{store: store, hooks: hooks, client: client, opts: opts, logger: logger, kick: make(chan struct{}, 1)}
+}
+
+// Run delivers until ctx is done.
+func (d *Deliverer) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		n, err := d.DeliverDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.logger.Warn("webhooks: claim failed", "error", err.Error())
+		}
+		if n == d.opts.Batch && err == nil {
+			continue
+		}
+		t := time.NewTimer(d.opts.Poll)
+		select {
+		case <-ctx.Done():
+		case <-d.kick:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// DeliverDue claims one batch of due deliveries and attempts each once.
+func (d *Deliverer) DeliverDue(ctx context.Context) (int, error) {
+	claimed, err := d.store.ClaimDeliveries(ctx, d.opts.Batch, d.opts.Lease)
+	if err != nil || len(claimed) == 0 {
+		return 0, err
+	}
+	work := make(chan courier.ClaimedDelivery)
+	var wg sync.WaitGroup
+	for range min(d.opts.Workers, len(claimed)) {
+		wg.Go(func() {
+			for c := range work {
+				d.attempt(ctx, c)
+			}
+		})
+	}
+	for _, c := range claimed {
+		work <- c
+	}
+	close(work)
+	wg.Wait()
+	return len(claimed), nil
+}
+
+func (d *Deliverer) attempt(ctx context.Context, c courier.ClaimedDelivery) {
+	log := d.logger.With("delivery_id", c.ID, "endpoint_id", c.EndpointID, "event_id", c.EventID)
+	a, ok := d.post(ctx, c)
+	var next *time.Time
+	if !ok && c.Attempts <= len(d.opts.Schedule) {
+		t := d.opts.Now().Add(d.opts.Schedule[c.Attempts-1])
+		next = &t
+	}
+	if !ok {
+		log.Info("webhooks: attempt failed", "status", a.StatusCode, "error", a.Error, "attempt", c.Attempts, "retry", next != nil)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := d.store.RecordAttempt(rctx, c, a, ok, next); err != nil {
+		log.Error("webhooks: recording the attempt failed", "error", err.Error())
+	}
+}
+
+// post makes one signed POST of the envelope.
+func (d *Deliverer) post(ctx context.Context, c courier.ClaimedDelivery) (courier.DeliveryAttempt, bool) {
+	a := courier.DeliveryAttempt{At: d.opts.Now()}
+	secret, err := d.hooks.OpenSecret(c)
+	if err != nil {
+		a.Error = "the endpoint's secret could not be opened"
+		return a, false
+	}
+	ts := d.opts.Now().Unix()
+	sig, err := Sign(secret, c.EventID, ts, c.Body)
+	if err != nil {
+		a.Error = err.Error()
+		return a, false
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(c.Body))
+	if err != nil {
+		a.Error = "the endpoint's URL is not usable"
+		return a, false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "platform-courier-webhooks/1")
+	req.Header.Set("webhook-id", c.EventID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", sig)
+	start := time.Now()
+	res, err := d.client.Do(req)
+	a.Latency = time.Since(start)
+	if err != nil {
+		a.Error = describe(err)
+		return a, false
+	}
+	defer res.Body.Close()
+	// The first 1 KiB, without a character cut in half (or any invalid
+	// byte), so the log stays text.
+	excerpt, _ := io.ReadAll(io.LimitReader(res.Body, 1024))
+	a.StatusCode, a.Response = res.StatusCode, strings.ToValidUTF8(string(excerpt), "")
+	return a, res.StatusCode >= 200 && res.StatusCode < 300
+}
+
+func describe(err error) string {
+	switch {
+	case errors.Is(err, ErrAddressRefused):
+		return ErrAddressRefused.Error()
+	case errors.Is(err, context.DeadlineExceeded), strings.Contains(err.Error(), "Client.Timeout"):
+		return "no answer within 10 s"
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Op + ": " + oe.Err.Error()
+	}
+	return "the request failed"
+}
