@@ -25,6 +25,7 @@ require (
 	golang.org/x/text v0.43.0
 	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.61.1
+	oras.land/oras-go/v2 v2.7.0
 )
 
 require (

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -371,11 +370,3 @@ func digestOf(body []byte) string {
 	return "sha256:" + sum
 }
 
-// MarshalError is the OCI error body for code and message, for callers
-// outside the front (the service's own 404 under /v2).
-func MarshalError(code, message string) []byte {
-	b, _ := json.Marshal(struct {
-		Errors []ociError `json:"errors"`
-	}{[]ociError{{Code: code, Message: message, Detail: map[string]any{}}}})
-	return b
-}
