@@ -22,6 +22,8 @@ import (
 	"github.com/platformco/platform/internal/events/embeddednats"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
+	"github.com/platformco/platform/internal/keyholder/embedregistry"
+	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
 )
 
 // Ports of the quick start (operations.md section 1).
@@ -29,6 +31,13 @@ const (
 	gatewayPort  = 8080
 	identityPort = 8081
 	boxPort      = 8082
+)
+
+// Keyholder and the registry it fronts (operations.md section 7). The
+// registry has no auth, so it listens on loopback only.
+const (
+	keyholderPort = 8084
+	registryAddr  = "127.0.0.1:8086"
 )
 
 // masterKeyFile holds identity's IDENTITY_MASTER_KEY inside the data dir.
@@ -69,6 +78,28 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		listeners[port] = ln
 	}
 
+	keyholderLn, err := net.Listen("tcp", fmt.Sprintf(":%d", keyholderPort))
+	if err != nil {
+		for _, l := range listeners {
+			l.Close()
+		}
+		return fmt.Errorf("port %d is in use (is another `platform dev` running?): %w", keyholderPort, err)
+	}
+	registryLn, err := net.Listen("tcp", registryAddr)
+	if err != nil {
+		keyholderLn.Close()
+		for _, l := range listeners {
+			l.Close()
+		}
+		return fmt.Errorf("%s is in use (is another `platform dev` running?): %w", registryAddr, err)
+	}
+	reg, err := embedregistry.Start(ctx, registryLn, filepath.Join(dir, "registry"), env.Logger("registry"))
+	if err != nil {
+		keyholderLn.Close()
+		return err
+	}
+	defer reg.Stop()
+
 	natsURL, stopNATS, err := embeddednats.Start(ctx, dir)
 	if err != nil {
 		return fmt.Errorf("embedded NATS: %w", err)
@@ -83,6 +114,10 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}
 	if err := boxcmd.Migrate(ctx, boxDB); err != nil {
 		return fmt.Errorf("box migrations: %w", err)
+	}
+	keyholderDB := "sqlite:" + filepath.Join(dir, "keyholder.db")
+	if err := keyholdercmd.Migrate(ctx, keyholderDB); err != nil {
+		return fmt.Errorf("keyholder migrations: %w", err)
 	}
 
 	identityURL := fmt.Sprintf("http://127.0.0.1:%d", identityPort)
@@ -101,6 +136,17 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"PORT":             fmt.Sprint(boxPort),
 		"DATABASE_URL":     boxDB,
 		"BOX_IDENTITY_URL": identityURL,
+	}))
+	if err != nil {
+		return err
+	}
+	khCfg, err := keyholdercmd.LoadConfig(only(env, map[string]string{
+		"PORT":                   fmt.Sprint(keyholderPort),
+		"DATABASE_URL":           keyholderDB,
+		"KEYHOLDER_BOX_URL":      fmt.Sprintf("http://127.0.0.1:%d", boxPort),
+		"KEYHOLDER_IDENTITY_URL": identityURL,
+		"KEYHOLDER_REGISTRY_URL": reg.URL,
+		"KEYHOLDER_PUBLIC_HOST":  fmt.Sprintf("localhost:%d", keyholderPort),
 	}))
 	if err != nil {
 		return err
@@ -138,6 +184,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}
 	serve("identity", func() error { return identitycmd.Serve(ctx, idCfg, env.Logger("identity"), listeners[identityPort]) })
 	serve("box", func() error { return boxcmd.Serve(ctx, boxCfg, env.Logger("box"), listeners[boxPort]) })
+	serve("keyholder", func() error { return keyholdercmd.Serve(ctx, khCfg, env.Logger("keyholder"), keyholderLn) })
 	serve("gateway", func() error { return gatewaycmd.Serve(ctx, gwCfg, env.Logger("gateway"), listeners[gatewayPort]) })
 
 	printBanner(env, dir, natsURL)

@@ -369,4 +369,3 @@ func digestOf(body []byte) string {
 	sum := sha256sum(body)
 	return "sha256:" + sum
 }
-
