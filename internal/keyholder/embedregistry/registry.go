@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +35,9 @@ type Registry struct {
 }
 
 // Start serves a registry on ln, storing under dir, until Stop. Distribution
-// logs through logrus; its per-request lines are left out below warnings.
+// logs through logrus's standard logger (it offers no other hook); Start
+// sends those lines to logger at debug level, since Distribution reports
+// every 404 a client probes for as an error.
 func Start(ctx context.Context, ln net.Listener, dir string, logger *slog.Logger) (*Registry, error) {
 	cfg := &configuration.Configuration{
 		Storage: configuration.Storage{
@@ -43,7 +46,8 @@ func Start(ctx context.Context, ln net.Listener, dir string, logger *slog.Logger
 		},
 	}
 	cfg.HTTP.Secret = "embedded-registry-uploads-are-local"
-	logrus.SetLevel(logrus.WarnLevel)
+	logrus.SetFormatter(&logrus.TextFormatter{DisableColors: true, DisableTimestamp: true})
+	logrus.SetOutput(debugWriter{logger})
 	var app *handlers.App
 	if err := func() (err error) {
 		// NewApp panics on a storage it cannot create.
@@ -84,4 +88,12 @@ func (r *Registry) Stop() error {
 		r.stop = err
 	})
 	return r.stop
+}
+
+// debugWriter writes each logrus line to a slog logger at debug level.
+type debugWriter struct{ logger *slog.Logger }
+
+func (w debugWriter) Write(p []byte) (int, error) {
+	w.logger.Debug("distribution", "line", strings.TrimSpace(string(p)))
+	return len(p), nil
 }

@@ -55,9 +55,6 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 	}
 	if e, ok := errs.As(err); ok {
 		if status, ok := statusOf[e.Code]; ok {
-			if status == http.StatusUnauthorized {
-				w.Header().Set("WWW-Authenticate", `Basic realm="keyholder"`)
-			}
 			writeEnvelope(w, status, e.Code, e.Message, e.Fields)
 			return
 		}

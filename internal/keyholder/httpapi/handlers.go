@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/keyholder"
 )
@@ -47,12 +48,18 @@ func (h *handlers) exchange(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) deleteCredential(w http.ResponseWriter, r *http.Request) {
+	// The route takes the credential's own Basic auth, so a refusal
+	// challenges for it.
 	user, pass, ok := r.BasicAuth()
 	if !ok || user != r.PathValue("username") {
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+h.svc.Registry()+`"`)
 		writeError(w, r, h.logger, keyholder.ErrBadCredential)
 		return
 	}
 	if err := h.svc.Revoke(r.Context(), user, pass); err != nil {
+		if errs.Code(err) == keyholder.CodeUnauthenticated {
+			w.Header().Set("WWW-Authenticate", `Basic realm="`+h.svc.Registry()+`"`)
+		}
 		writeError(w, r, h.logger, err)
 		return
 	}
