@@ -277,6 +277,21 @@ func (f *Front) manifest(w http.ResponseWriter, r *http.Request, route Route, cr
 		return
 	}
 	if r.Method == http.MethodHead {
+		// containerd and oras resolve a tag with HEAD and then fetch by
+		// digest, so a resolved tag is what counts as a pull.
+		if byTag {
+			dgst := resp.Header.Get("Docker-Content-Digest")
+			if !IsDigest(dgst) {
+				if _, _, dgst, err = f.upstream.Manifest(r.Context(), route.Name, route.Reference); err != nil {
+					f.upstreamFailed(w, r, err, codeManifestUnknown)
+					return
+				}
+			}
+			if err := f.svc.RecordPull(r.Context(), cred, route.Reference, dgst); err != nil {
+				f.unavailable(w, r, err)
+				return
+			}
+		}
 		copyHeaders(w, resp)
 		w.WriteHeader(http.StatusOK)
 		return

@@ -86,7 +86,6 @@ func TestFront(t *testing.T) {
 		idx := p.PushIndex("platform", "1.4.0", 2)
 		outIdx := p.PushIndex("platform", "2.1.0", 1)
 		kit := p.PushImage("kit", "1.0.0", 512, 1)
-		_ = in13
 		c, cred := p.Entitled("buyer@example.com", "platform", "^1.2.0")
 		base := p.KeyholderURL + "/v2/"
 		im, _ := idx.IndexManifest()
@@ -201,10 +200,13 @@ func TestFront(t *testing.T) {
 				}
 			}
 			st, raw := p.Call("GET", p.KeyholderURL+"/v1/accounts/"+c.AccountID+"/pulls", c.Token, nil, &out)
-			// Only GETs by tag count: 1.2.0 once (the HEAD of 1.3.0 does not).
-			if st != 200 || len(out.Pulls) != 1 || out.Pulls[0].Tag != "1.2.0" || out.Pulls[0].Digest != digestOf(t, in) ||
-				out.Pulls[0].Credential != cred.Username || out.Pulls[0].Repository != "platform" {
-				t.Errorf("got %d %s, want one pull of 1.2.0 by %s", st, raw, cred.Username)
+			// A manifest by tag counts, GET or HEAD (a tag resolved);
+			// refusals and fetches by digest do not. Newest first.
+			if st != 200 || len(out.Pulls) != 2 ||
+				out.Pulls[0].Tag != "1.3.0" || out.Pulls[0].Digest != digestOf(t, in13) ||
+				out.Pulls[1].Tag != "1.2.0" || out.Pulls[1].Digest != digestOf(t, in) ||
+				out.Pulls[1].Credential != cred.Username || out.Pulls[1].Repository != "platform" {
+				t.Errorf("got %d %s, want pulls of 1.3.0 then 1.2.0 by %s", st, raw, cred.Username)
 			}
 		})
 
