@@ -2,9 +2,12 @@ package registry_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -275,6 +278,34 @@ func TestFrontWhenRegistryIsDown(t *testing.T) {
 		}
 		if strings.Contains(string(a.body), p.RegistryHost) {
 			t.Errorf("%s: the body names the upstream: %s", path, a.body)
+		}
+	}
+}
+
+// TestFrontWhenDatabaseIsDown: with keyholder's database gone, a
+// credential cannot be checked, and the front fails closed with 503 and
+// an OCI body rather than letting anything through.
+func TestFrontWhenDatabaseIsDown(t *testing.T) {
+	admin := os.Getenv("TEST_DATABASE_URL")
+	if admin == "" {
+		t.Skip("TEST_DATABASE_URL not set: stopping a database needs PostgreSQL")
+	}
+	p := keyholdertest.Start(t, sqldb.Postgres, keyholdertest.Options{})
+	p.PushImage("kit", "1.0.0", 512, 1)
+	_, cred := p.Entitled("nodb@example.com", "kit", "")
+	u, _ := url.Parse(p.KeyholderDB)
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DROP DATABASE " + strings.TrimPrefix(u.Path, "/") + " WITH (FORCE)"); err != nil {
+		t.Fatalf("drop: %v", err)
+	}
+	for _, path := range []string{"", "kit/tags/list", "kit/manifests/1.0.0"} {
+		a := send(t, "GET", p.KeyholderURL+"/v2/"+path, &cred, nil)
+		if a.status != http.StatusServiceUnavailable || a.ociCode() != "UNAVAILABLE" {
+			t.Errorf("/v2/%s: got %d %s, want 503 UNAVAILABLE", path, a.status, a.body)
 		}
 	}
 }
