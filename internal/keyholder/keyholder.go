@@ -126,6 +126,8 @@ type Store interface {
 	Pulls(ctx context.Context, accountID string, limit int) ([]Pull, error)
 	// Now is the store's clock.
 	Now() time.Time
+	// Ready reports whether the database answers.
+	Ready(ctx context.Context) error
 }
 
 // Service is keyholder's use cases.
@@ -160,6 +162,14 @@ func (s *Service) Exchange(ctx context.Context, capability *string) (Issued, err
 		f := errs.Fields{}
 		f.Add("capability", "required")
 		return Issued{}, f.Err(CodeUnprocessable, "capability is required")
+	}
+	// Redeeming spends the capability, so keyholder first makes sure it
+	// can store what it gets for it: with the database down the customer
+	// keeps a capability still good for a later exchange. (A failure in
+	// the instant between the two still spends it; box issues a new one
+	// to any member who asks.)
+	if err := s.store.Ready(ctx); err != nil {
+		return Issued{}, errs.New(CodeUnavailable, "service temporarily unavailable")
 	}
 	red, err := s.box.Redeem(ctx, *capability)
 	if err != nil {

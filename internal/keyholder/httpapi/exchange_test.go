@@ -2,7 +2,10 @@ package httpapi_test
 
 import (
 	"context"
+	"database/sql"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -218,4 +221,33 @@ func TestPullsNeedMembership(t *testing.T) {
 			t.Errorf("malformed account id: got %d, want 404", st)
 		}
 	})
+}
+
+// TestExchangeWhenDatabaseIsDown: keyholder does not spend a capability it
+// could not turn into a stored credential; box still redeems it afterwards.
+func TestExchangeWhenDatabaseIsDown(t *testing.T) {
+	admin := os.Getenv("TEST_DATABASE_URL")
+	if admin == "" {
+		t.Skip("TEST_DATABASE_URL not set: stopping a database needs PostgreSQL")
+	}
+	p := keyholdertest.Start(t, sqldb.Postgres, keyholdertest.Options{})
+	c := p.NewCustomer("nodb@example.com")
+	p.Grant(c, "kit", "")
+	capability := p.Capability(c, "kit", "")
+	u, _ := url.Parse(p.KeyholderDB)
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DROP DATABASE " + strings.TrimPrefix(u.Path, "/") + " WITH (FORCE)"); err != nil {
+		t.Fatalf("drop: %v", err)
+	}
+	var e errorBody
+	if st, raw := p.Call("POST", p.KeyholderURL+"/v1/exchange", "", map[string]string{"capability": capability}, &e); st != http.StatusServiceUnavailable || e.Error.Code != "unavailable" {
+		t.Errorf("exchange: got %d %s, want 503 unavailable", st, raw)
+	}
+	if st, raw := p.Call("POST", p.BoxURL+"/v1/capabilities/redeem", "", map[string]string{"token": capability}, nil); st != http.StatusOK {
+		t.Errorf("the capability was spent: box answers %d %s, want 200", st, raw)
+	}
 }

@@ -24,6 +24,9 @@ var _ keyholder.Store = (*Store)(nil)
 // New returns a store over db, whose schema Migrations must have created.
 func New(db *sqldb.DB) *Store { return &Store{db: db} }
 
+// Ready implements keyholder.Store.
+func (s *Store) Ready(ctx context.Context) error { return s.db.Ready(ctx) }
+
 // Now implements keyholder.Store with the database's clock.
 func (s *Store) Now() time.Time { return sqldb.Timestamp(s.db.Now()) }
 
