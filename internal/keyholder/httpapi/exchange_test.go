@@ -178,7 +178,11 @@ func TestDeleteCredential(t *testing.T) {
 }
 
 func TestCredentialExpires(t *testing.T) {
-	p := keyholdertest.Start(t, sqldb.SQLite, keyholdertest.Options{Env: map[string]string{"KEYHOLDER_CREDENTIAL_TTL": "1s"}})
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) { credentialExpires(t, engine) })
+}
+
+func credentialExpires(t *testing.T, engine sqldb.Engine) {
+	p := keyholdertest.Start(t, engine, keyholdertest.Options{Env: map[string]string{"KEYHOLDER_CREDENTIAL_TTL": "1s"}})
 	_, cred := p.Entitled("brief@example.com", "kit", "")
 	if got := basic(t, "GET", p.KeyholderURL+"/v2/", cred.Username, cred.Password); got != http.StatusOK {
 		t.Fatalf("fresh credential: got %d, want 200", got)
@@ -249,5 +253,24 @@ func TestExchangeWhenDatabaseIsDown(t *testing.T) {
 	}
 	if st, raw := p.Call("POST", p.BoxURL+"/v1/capabilities/redeem", "", map[string]string{"token": capability}, nil); st != http.StatusOK {
 		t.Errorf("the capability was spent: box answers %d %s, want 200", st, raw)
+	}
+}
+
+// TestExchangeExpiredCapability: box's capability_expired passes on.
+func TestExchangeExpiredCapability(t *testing.T) {
+	p := keyholdertest.Start(t, sqldb.SQLite, keyholdertest.Options{BoxEnv: map[string]string{"BOX_CAPABILITY_TTL": "1s"}})
+	c := p.NewCustomer("late@example.com")
+	p.Grant(c, "kit", "")
+	capability := p.Capability(c, "kit", "")
+	// Wait out the capability's second without redeeming it: box's own
+	// expiry is the state under test, and there is nothing to poll.
+	time.Sleep(1100 * time.Millisecond)
+	var e errorBody
+	st, raw := p.Call("POST", p.KeyholderURL+"/v1/exchange", "", map[string]string{"capability": capability}, &e)
+	if st != http.StatusGone || e.Error.Code != "capability_expired" {
+		t.Errorf("got %d %s, want 410 capability_expired", st, raw)
+	}
+	if n := count(t, p.KeyholderDB, `SELECT count(*) FROM credentials`); n != 0 {
+		t.Errorf("credentials: got %d, want none", n)
 	}
 }

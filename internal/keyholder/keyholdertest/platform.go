@@ -66,6 +66,8 @@ type Options struct {
 	RegistryURL string
 	// Env adds keyholder variables.
 	Env map[string]string
+	// BoxEnv adds box variables.
+	BoxEnv map[string]string
 }
 
 func listen(t testing.TB) net.Listener {
@@ -122,9 +124,11 @@ func Start(t testing.TB, engine sqldb.Engine, opts Options) *Platform {
 	if err := boxcmd.Migrate(ctx, boxDB); err != nil {
 		t.Fatalf("box migrate: %v", err)
 	}
-	boxCfg, err := boxcmd.LoadConfig(func(k string) string {
-		return map[string]string{"DATABASE_URL": boxDB, "BOX_IDENTITY_URL": p.IdentityURL}[k]
-	})
+	boxEnv := map[string]string{"DATABASE_URL": boxDB, "BOX_IDENTITY_URL": p.IdentityURL}
+	for k, v := range opts.BoxEnv {
+		boxEnv[k] = v
+	}
+	boxCfg, err := boxcmd.LoadConfig(func(k string) string { return boxEnv[k] })
 	if err != nil {
 		t.Fatalf("box config: %v", err)
 	}

@@ -267,7 +267,11 @@ func TestFront(t *testing.T) {
 }
 
 func TestFrontWhenRegistryIsDown(t *testing.T) {
-	p := keyholdertest.Start(t, sqldb.SQLite, keyholdertest.Options{})
+	sqltest.Run(t, frontWhenRegistryIsDown)
+}
+
+func frontWhenRegistryIsDown(t *testing.T, engine sqldb.Engine) {
+	p := keyholdertest.Start(t, engine, keyholdertest.Options{})
 	p.PushImage("kit", "1.0.0", 512, 1)
 	_, cred := p.Entitled("down@example.com", "kit", "")
 	p.StopRegistry()
