@@ -68,7 +68,7 @@ func digestOf(t *testing.T, img v1.Image) string {
 	return d.String()
 }
 
-func layerOf(t *testing.T, img v1.Image) string {
+func layerOf(t testing.TB, img v1.Image) string {
 	t.Helper()
 	ls, err := img.Layers()
 	if err != nil || len(ls) == 0 {
