@@ -13,6 +13,7 @@ import (
 	"github.com/platformco/platform/internal/events/eventscmd"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
+	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -29,6 +30,7 @@ commands:
   box grant|revoke|list                 operator commands against BOX_URL
   gateway serve                         the edge
   courier serve|migrate                 email, preferences and webhooks, and their schema
+  keyholder serve|migrate|publish       the registry-credential exchange
   events publish --service NAME         the outbox publisher loop
   events check                          catalog, manifests and schemas agree
   events tail [--new]                   print the event stream as JSON lines
@@ -70,6 +72,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return couriercmd.Run(ctx, args[1:], env)
 	case "events":
 		return eventscmd.Run(ctx, args[1:], env)
+	case "keyholder":
+		return keyholdercmd.Run(ctx, args[1:], env)
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString())
 		return nil

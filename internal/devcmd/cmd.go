@@ -25,6 +25,8 @@ import (
 	"github.com/platformco/platform/internal/events/embeddednats"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
+	"github.com/platformco/platform/internal/keyholder/embedregistry"
+	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
 )
 
 // Ports of the quick start (operations.md section 1).
@@ -37,6 +39,13 @@ const (
 
 // courierKeyFile holds courier's COURIER_SECRET_BOX_KEY inside the data dir.
 const courierKeyFile = "courier.key"
+
+// Keyholder and the registry it fronts (operations.md section 7). The
+// registry has no auth, so it listens on loopback only.
+const (
+	keyholderPort = 8084
+	registryAddr  = "127.0.0.1:8086"
+)
 
 // masterKeyFile holds identity's IDENTITY_MASTER_KEY inside the data dir.
 const masterKeyFile = "master.key"
@@ -110,10 +119,26 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return err
 	}
 
-	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort})
+	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort})
 	if err != nil {
 		return err
 	}
+	keyholderLn := listeners[keyholderPort]
+	registryLn, err := net.Listen("tcp", registryAddr)
+	if err != nil {
+		for _, l := range listeners {
+			l.Close()
+		}
+		return fmt.Errorf("%s is in use (is another `platform dev` running?): %w", registryAddr, err)
+	}
+	reg, err := embedregistry.Start(ctx, registryLn, filepath.Join(dir, "registry"), env.Logger("registry"))
+	if err != nil {
+		for _, l := range listeners {
+			l.Close()
+		}
+		return err
+	}
+	defer reg.Stop()
 
 	natsURL, stopNATS, err := embeddednats.Start(ctx, dir)
 	if err != nil {
@@ -133,6 +158,10 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	courierCfg, err := courierConfig(ctx, env, dir, natsURL)
 	if err != nil {
 		return err
+	}
+	keyholderDB := "sqlite:" + filepath.Join(dir, "keyholder.db")
+	if err := keyholdercmd.Migrate(ctx, keyholderDB); err != nil {
+		return fmt.Errorf("keyholder migrations: %w", err)
 	}
 
 	dial, named := reachAt(opts.listen)
@@ -158,11 +187,24 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}), &boxCfg); err != nil {
 		return err
 	}
+	khCfg, err := keyholdercmd.LoadConfig(only(env, map[string]string{
+		"PORT":                   fmt.Sprint(keyholderPort),
+		"DATABASE_URL":           keyholderDB,
+		"KEYHOLDER_BOX_URL":      fmt.Sprintf("http://127.0.0.1:%d", boxPort),
+		"KEYHOLDER_IDENTITY_URL": identityURL,
+		"KEYHOLDER_REGISTRY_URL": reg.URL,
+		"KEYHOLDER_PUBLIC_HOST":  fmt.Sprintf("%s:%d", named, gatewayPort),
+	}))
+	if err != nil {
+		return err
+	}
 	gwCfg, err := gatewaycmd.LoadConfig(only(env, map[string]string{
 		"PORT":            fmt.Sprint(gatewayPort),
 		"IDENTITY_URL":    identityURL,
 		"IDENTITY_ISSUER": issuer,
 		"BOX_URL":         fmt.Sprintf("http://%s:%d", dial, boxPort),
+		"COURIER_URL":     fmt.Sprintf("http://%s:%d", dial, courierPort),
+		"KEYHOLDER_URL":   fmt.Sprintf("http://%s:%d", dial, keyholderPort),
 	}))
 	if err != nil {
 		return err
@@ -191,6 +233,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}
 	serve("identity", func() error { return identitycmd.Serve(ctx, idCfg, env.Logger("identity"), listeners[identityPort]) })
 	serve("box", func() error { return boxcmd.Serve(ctx, boxCfg, env.Logger("box"), listeners[boxPort]) })
+	serve("keyholder", func() error { return keyholdercmd.Serve(ctx, khCfg, env.Logger("keyholder"), keyholderLn) })
 	serve("gateway", func() error { return gatewaycmd.Serve(ctx, gwCfg, env.Logger("gateway"), listeners[gatewayPort]) })
 	serve("courier", func() error {
 		return couriercmd.Serve(ctx, courierCfg, env.Logger("courier"), listeners[courierPort])
@@ -273,6 +316,8 @@ func printBanner(env cli.Env, dir, natsURL, host string) {
   identity  http://%[1]s:%[3]d
   box       http://%[1]s:%[4]d
   courier   http://%[1]s:%[5]d   (mail lands in the local mailbox: http://%[1]s:%[5]d/dev/mail)
+  keyholder http://%[1]s:%[8]d   (registry credentials; pull through the gateway: %[1]s:%[2]d/v2/)
+  registry  http://%[9]s   (the embedded upstream; push with platform keyholder publish)
   events    %[6]s   (stream PLATFORM_EVENTS)
   data      %[7]s
 
@@ -280,7 +325,7 @@ Make a registered user staff (an operator who can grant entitlements):
 
   DATABASE_URL=sqlite:%[7]s/identity.db go run ./cmd/platform identity staff add you@example.com
 
-`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel)
+`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr)
 	env.Logger("dev").Info("platform dev started", "data", dir)
 }
 

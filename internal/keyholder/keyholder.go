@@ -1,0 +1,288 @@
+// Package keyholder is the registry-credential exchange's domain: a pull
+// capability from box goes in, a pull-only credential for one repository and
+// one version range comes out, and every pull made with it is recorded. It
+// holds no SQL and no HTTP; sqlstore, httpapi and registry adapt it.
+package keyholder
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/semver"
+)
+
+// Error codes keyholder answers with. httpapi maps each to one status. The
+// membership codes are the strings box's identity client answers with, so
+// keyholder reuses that client unchanged.
+const (
+	CodeUnauthenticated   = "unauthenticated"    // 401
+	CodeNotFound          = "not_found"          // 404
+	CodeUnprocessable     = "unprocessable"      // 422
+	CodeCapabilityUsed    = "capability_used"    // 410, box's
+	CodeCapabilityExpired = "capability_expired" // 410, box's
+	CodeUnavailable       = "unavailable"        // 503
+)
+
+// DefaultCredentialTTL and MaxCredentialTTL bound how long an issued
+// credential lives: the revocation window of keyholder.md section 2.
+const (
+	DefaultCredentialTTL = time.Hour
+	MaxCredentialTTL     = 24 * time.Hour
+)
+
+// UsernamePrefix starts every credential's username; the rest is its id.
+const UsernamePrefix = "cap_"
+
+// passwordPrefix marks keyholder passwords so a leaked one is recognisable
+// in secret scanners.
+const passwordPrefix = "khp_"
+
+// Redemption is what box answers for a capability redeemed once.
+type Redemption struct {
+	AccountID    string
+	Artifact     string
+	VersionRange *string
+}
+
+// Box redeems capabilities. Redeem answers box's own refusals (404
+// not_found, 410 capability_used / capability_expired) as *errs.Error with
+// those codes, and anything it cannot trust as CodeUnavailable.
+type Box interface {
+	Redeem(ctx context.Context, capability string) (Redemption, error)
+}
+
+// Identity answers membership questions with the caller's token (box's
+// identityclient implements it): the caller's role, or not_found,
+// unauthenticated, unavailable.
+type Identity interface {
+	AccountRole(ctx context.Context, token, accountID string) (string, error)
+}
+
+// Credential is one issued pull credential. The password is never stored:
+// only its digest.
+type Credential struct {
+	ID             string
+	PasswordDigest string
+	AccountID      string
+	Repository     string
+	VersionRange   *string
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+	RevokedAt      *time.Time
+}
+
+// Username is the credential's Basic-auth user name.
+func (c Credential) Username() string { return UsernamePrefix + c.ID }
+
+// Range is the credential's version range (Any when it has none). Stored
+// ranges were parsed at issue, so an error means a damaged row: callers
+// admit nothing then, never everything.
+func (c Credential) Range() (semver.Range, error) {
+	if c.VersionRange == nil {
+		return semver.Any(), nil
+	}
+	return semver.ParseRange(*c.VersionRange)
+}
+
+// Issued is a credential together with its password, shown once.
+type Issued struct {
+	Credential
+	Password string
+}
+
+// Pull is one manifest fetched by tag with a credential.
+type Pull struct {
+	ID           int64
+	CredentialID string
+	AccountID    string
+	Repository   string
+	Tag          string
+	Digest       string
+	PulledAt     time.Time
+}
+
+// Store persists credentials and pulls.
+type Store interface {
+	// CreateCredential stores c (its digest, never a password).
+	CreateCredential(ctx context.Context, c Credential) (Credential, error)
+	// Credential returns the credential with id, or CodeNotFound.
+	Credential(ctx context.Context, id string) (Credential, error)
+	// RevokeCredential ends the credential early; revoking twice is a no-op.
+	RevokeCredential(ctx context.Context, id string) error
+	// RecordPull appends p.
+	RecordPull(ctx context.Context, p Pull) error
+	// Pulls returns the account's latest pulls, newest first, at most limit.
+	Pulls(ctx context.Context, accountID string, limit int) ([]Pull, error)
+	// Now is the store's clock.
+	Now() time.Time
+	// Ready reports whether the database answers.
+	Ready(ctx context.Context) error
+}
+
+// Service is keyholder's use cases.
+type Service struct {
+	store    Store
+	box      Box
+	identity Identity
+	ttl      time.Duration
+	registry string
+	random   io.Reader
+}
+
+// NewService returns the service. registry is the host name customers use
+// (KEYHOLDER_PUBLIC_HOST); ttl is each credential's lifetime.
+func NewService(store Store, box Box, identity Identity, ttl time.Duration, registry string) *Service {
+	if ttl <= 0 {
+		ttl = DefaultCredentialTTL
+	}
+	return &Service{store: store, box: box, identity: identity, ttl: ttl, registry: registry, random: rand.Reader}
+}
+
+// Registry is the public registry host written into every credential.
+func (s *Service) Registry() string { return s.registry }
+
+// Exchange redeems capability at box and issues a credential for what it
+// grants. Box's refusals pass through with box's codes (not_found,
+// capability_used, capability_expired); box unreachable is
+// CodeUnavailable and nothing is stored. A blank capability is
+// CodeUnprocessable.
+func (s *Service) Exchange(ctx context.Context, capability *string) (Issued, error) {
+	if capability == nil || strings.TrimSpace(*capability) == "" {
+		f := errs.Fields{}
+		f.Add("capability", "required")
+		return Issued{}, f.Err(CodeUnprocessable, "capability is required")
+	}
+	// Redeeming spends the capability, so keyholder first makes sure it
+	// can store what it gets for it: with the database down the customer
+	// keeps a capability still good for a later exchange. (A failure in
+	// the instant between the two still spends it; box issues a new one
+	// to any member who asks.)
+	if err := s.store.Ready(ctx); err != nil {
+		return Issued{}, errs.New(CodeUnavailable, "service temporarily unavailable")
+	}
+	red, err := s.box.Redeem(ctx, *capability)
+	if err != nil {
+		return Issued{}, err
+	}
+	if red.VersionRange != nil {
+		if _, err := semver.ParseRange(*red.VersionRange); err != nil {
+			return Issued{}, errs.New(CodeUnavailable, "box answered an unreadable version range")
+		}
+	}
+	id, err := uuid.NewRandomFromReader(s.random)
+	if err != nil {
+		return Issued{}, err
+	}
+	secret := make([]byte, 32)
+	if _, err := io.ReadFull(s.random, secret); err != nil {
+		return Issued{}, err
+	}
+	password := passwordPrefix + base64.RawURLEncoding.EncodeToString(secret)
+	now := s.store.Now()
+	c, err := s.store.CreateCredential(ctx, Credential{
+		ID:             id.String(),
+		PasswordDigest: digest(password),
+		AccountID:      red.AccountID,
+		Repository:     red.Artifact,
+		VersionRange:   red.VersionRange,
+		CreatedAt:      now,
+		ExpiresAt:      now.Add(s.ttl),
+	})
+	if err != nil {
+		return Issued{}, err
+	}
+	return Issued{Credential: c, Password: password}, nil
+}
+
+// ErrBadCredential is every refused Basic credential: unknown, malformed,
+// wrong password, expired or revoked look the same to the caller.
+var ErrBadCredential = errs.New(CodeUnauthenticated, "valid registry credential required")
+
+// Authenticate returns the live credential named by username whose
+// password matches, or ErrBadCredential. A store failure is returned as
+// is (the caller answers 503).
+func (s *Service) Authenticate(ctx context.Context, username, password string) (Credential, error) {
+	id, ok := strings.CutPrefix(username, UsernamePrefix)
+	if !ok {
+		return Credential{}, ErrBadCredential
+	}
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return Credential{}, ErrBadCredential
+	}
+	c, err := s.store.Credential(ctx, id)
+	if errs.Code(err) == CodeNotFound {
+		return Credential{}, ErrBadCredential
+	}
+	if err != nil {
+		return Credential{}, err
+	}
+	if subtle.ConstantTimeCompare([]byte(c.PasswordDigest), []byte(digest(password))) != 1 {
+		return Credential{}, ErrBadCredential
+	}
+	if c.RevokedAt != nil || !s.store.Now().Before(c.ExpiresAt) {
+		return Credential{}, ErrBadCredential
+	}
+	return c, nil
+}
+
+// Revoke ends the credential named by username when password is its own;
+// otherwise ErrBadCredential.
+func (s *Service) Revoke(ctx context.Context, username, password string) error {
+	c, err := s.Authenticate(ctx, username, password)
+	if err != nil {
+		return err
+	}
+	return s.store.RevokeCredential(ctx, c.ID)
+}
+
+// RecordPull records that c fetched tag's manifest, whose digest is dgst.
+func (s *Service) RecordPull(ctx context.Context, c Credential, tag, dgst string) error {
+	return s.store.RecordPull(ctx, Pull{
+		CredentialID: c.ID, AccountID: c.AccountID, Repository: c.Repository,
+		Tag: tag, Digest: dgst, PulledAt: s.store.Now(),
+	})
+}
+
+// MaxPulls bounds one answer of Pulls.
+const MaxPulls = 100
+
+// Pulls lists the account's latest pulls for a member (the caller's token is
+// asked of identity as box asks): not_found for a non-member or unknown
+// account, unauthenticated, unavailable.
+func (s *Service) Pulls(ctx context.Context, token, accountID string) ([]Pull, error) {
+	if token == "" {
+		return nil, errs.New(CodeUnauthenticated, "valid bearer token required")
+	}
+	if _, err := uuid.Parse(accountID); err != nil {
+		return nil, errs.New(CodeNotFound, "not found")
+	}
+	if _, err := s.identity.AccountRole(ctx, token, accountID); err != nil {
+		return nil, err
+	}
+	return s.store.Pulls(ctx, accountID, MaxPulls)
+}
+
+// digest is what the store keeps of a password: SHA-256 suffices because
+// the password holds 256 random bits, so there is nothing to guess.
+func digest(password string) string {
+	sum := sha256.Sum256([]byte(password))
+	return hex.EncodeToString(sum[:])
+}
+
+// IsUnavailable reports whether err is the unavailable answer.
+func IsUnavailable(err error) bool {
+	var e *errs.Error
+	return errors.As(err, &e) && e.Code == CodeUnavailable
+}

@@ -1,0 +1,386 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/keyholder"
+	"github.com/platformco/platform/internal/semver"
+)
+
+// OCI error codes the front answers with (Distribution spec).
+const (
+	codeUnauthorized    = "UNAUTHORIZED"
+	codeDenied          = "DENIED"
+	codeNameUnknown     = "NAME_UNKNOWN"
+	codeManifestUnknown = "MANIFEST_UNKNOWN"
+	codeBlobUnknown     = "BLOB_UNKNOWN"
+	codeUnsupported     = "UNSUPPORTED"
+	codeUnavailable     = "UNAVAILABLE"
+)
+
+// passHeaders are the upstream response headers a client may see.
+var passHeaders = []string{"Content-Type", "Content-Length", "Content-Range", "Accept-Ranges",
+	"Docker-Content-Digest", "Etag", "Last-Modified", "Cache-Control"}
+
+// Front serves /v2/.
+type Front struct {
+	svc      *keyholder.Service
+	upstream *Upstream
+	realm    string
+	logger   *slog.Logger
+}
+
+// New returns the /v2 front. realm names the Basic challenge (the public
+// registry host).
+func New(svc *keyholder.Service, upstream *Upstream, realm string, logger *slog.Logger) *Front {
+	return &Front{svc: svc, upstream: upstream, realm: realm, logger: logger}
+}
+
+type ociError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Detail  any    `json:"detail"`
+}
+
+func (f *Front) fail(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	h := w.Header()
+	h.Set("Docker-Distribution-API-Version", "registry/2.0")
+	h.Set("Cache-Control", "no-store")
+	if status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Basic realm="`+strings.ReplaceAll(f.realm, `"`, "")+`"`)
+	}
+	if r.Method == http.MethodHead {
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		return
+	}
+	httpx.WriteJSON(w, status, struct {
+		Errors []ociError `json:"errors"`
+	}{[]ociError{{Code: code, Message: message, Detail: map[string]any{}}}})
+}
+
+// upstreamFailed answers a failed upstream call: its 404 as the route's
+// unknown code, anything else as 502 with nothing of the upstream in it.
+func (f *Front) upstreamFailed(w http.ResponseWriter, r *http.Request, err error, notFound string) {
+	if errors.Is(err, errNotFound) {
+		f.fail(w, r, http.StatusNotFound, notFound, "not found")
+		return
+	}
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	f.logger.WarnContext(r.Context(), "upstream registry failed", "error", err.Error(),
+		"path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+	f.fail(w, r, http.StatusBadGateway, codeUnavailable, "upstream registry unavailable")
+}
+
+func (f *Front) unavailable(w http.ResponseWriter, r *http.Request, err error) {
+	f.logger.WarnContext(r.Context(), "registry front: dependency unavailable", "error", err.Error(),
+		"path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+	w.Header().Set("Retry-After", "1")
+	f.fail(w, r, http.StatusServiceUnavailable, codeUnavailable, "service temporarily unavailable")
+}
+
+// ServeHTTP implements http.Handler for every /v2 path.
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A write never reaches the upstream, whoever asks.
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		f.fail(w, r, http.StatusUnauthorized, codeDenied, "this registry is read-only")
+		return
+	}
+	user, pass, ok := r.BasicAuth()
+	if !ok {
+		f.fail(w, r, http.StatusUnauthorized, codeUnauthorized, "authentication required")
+		return
+	}
+	cred, err := f.svc.Authenticate(r.Context(), user, pass)
+	if err != nil {
+		if errs.Code(err) == keyholder.CodeUnauthenticated {
+			f.fail(w, r, http.StatusUnauthorized, codeUnauthorized, "authentication required")
+			return
+		}
+		f.unavailable(w, r, err)
+		return
+	}
+	route, ok := ParsePath(r.URL.EscapedPath())
+	if !ok {
+		f.fail(w, r, http.StatusNotFound, codeNameUnknown, "repository name not known to registry")
+		return
+	}
+	if route.Kind == kindBase {
+		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+		httpx.WriteJSON(w, http.StatusOK, struct{}{})
+		return
+	}
+	// Another repository gets the same answer whether it exists or not.
+	if route.Name != cred.Repository {
+		f.fail(w, r, http.StatusNotFound, codeNameUnknown, "repository name not known to registry")
+		return
+	}
+	rng, err := cred.Range()
+	if err != nil {
+		f.unavailable(w, r, err)
+		return
+	}
+	switch route.Kind {
+	case kindTags:
+		f.tags(w, r, route, rng)
+	case kindManifest:
+		f.manifest(w, r, route, cred, rng)
+	case kindBlob:
+		f.blob(w, r, route, rng)
+	}
+}
+
+// inRange returns repo's tags that are versions inside rng, newest first.
+func (f *Front) inRange(ctx context.Context, repo string, rng semver.Range) ([]string, error) {
+	all, err := f.upstream.Tags(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	type tv struct {
+		tag string
+		v   semver.Version
+	}
+	var in []tv
+	for _, t := range all {
+		if v, err := semver.ParseVersion(t); err == nil && v.String() == t && rng.Contains(v) {
+			in = append(in, tv{t, v})
+		}
+	}
+	slices.SortFunc(in, func(a, b tv) int { return b.v.Compare(a.v) })
+	out := make([]string, len(in))
+	for i, x := range in {
+		out[i] = x.tag
+	}
+	return out, nil
+}
+
+// tagAllowed reports whether tag is a version (exactly X.Y.Z) inside rng.
+func tagAllowed(tag string, rng semver.Range) bool {
+	v, err := semver.ParseVersion(tag)
+	return err == nil && v.String() == tag && rng.Contains(v)
+}
+
+func (f *Front) tags(w http.ResponseWriter, r *http.Request, route Route, rng semver.Range) {
+	q := r.URL.Query()
+	n := -1
+	if s := q.Get("n"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 {
+			f.fail(w, r, http.StatusBadRequest, codeUnsupported, "n must be a whole number")
+			return
+		}
+		n = v
+	}
+	tags, err := f.inRange(r.Context(), route.Name, rng)
+	if err != nil {
+		f.upstreamFailed(w, r, err, codeNameUnknown)
+		return
+	}
+	// The Distribution spec lists tags in lexical order, and last
+	// continues after a tag in that order.
+	slices.Sort(tags)
+	if last := q.Get("last"); last != "" {
+		i, _ := slices.BinarySearch(tags, last)
+		for i < len(tags) && tags[i] <= last {
+			i++
+		}
+		tags = tags[i:]
+	}
+	if n >= 0 && len(tags) > n {
+		tags = tags[:n]
+		if n > 0 {
+			next := url.Values{"n": {strconv.Itoa(n)}, "last": {tags[n-1]}}
+			w.Header().Set("Link", `</v2/`+route.Name+`/tags/list?`+next.Encode()+`>; rel="next"`)
+		}
+	}
+	if tags == nil {
+		tags = []string{}
+	}
+	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+	httpx.WriteJSON(w, http.StatusOK, struct {
+		Name string   `json:"name"`
+		Tags []string `json:"tags"`
+	}{route.Name, tags})
+}
+
+// reachable reports whether target (a manifest, or a blob when wantBlob)
+// hangs off one of the in-range tags.
+func (f *Front) reachable(ctx context.Context, repo string, rng semver.Range, target string, wantBlob bool) (bool, error) {
+	tags, err := f.inRange(ctx, repo, rng)
+	if err != nil {
+		return false, err
+	}
+	for _, tag := range tags {
+		root, err := f.upstream.TagDigest(ctx, repo, tag)
+		if errors.Is(err, errNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		ok, err := f.upstream.reaches(ctx, repo, root, target, wantBlob, 0)
+		if errors.Is(err, errNotFound) {
+			continue
+		}
+		if ok || err != nil {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+func (f *Front) manifest(w http.ResponseWriter, r *http.Request, route Route, cred keyholder.Credential, rng semver.Range) {
+	byTag := !IsDigest(route.Reference)
+	if byTag {
+		if !tagAllowed(route.Reference, rng) {
+			f.fail(w, r, http.StatusNotFound, codeManifestUnknown, "manifest unknown")
+			return
+		}
+	} else {
+		ok, err := f.reachable(r.Context(), route.Name, rng, route.Reference, false)
+		if err != nil && !errors.Is(err, errNotFound) {
+			f.upstreamFailed(w, r, err, codeManifestUnknown)
+			return
+		}
+		if !ok {
+			f.fail(w, r, http.StatusNotFound, codeManifestUnknown, "manifest unknown")
+			return
+		}
+	}
+	header := http.Header{}
+	if a := r.Header.Values("Accept"); len(a) > 0 {
+		header["Accept"] = a
+	} else {
+		header.Set("Accept", manifestAccept)
+	}
+	resp, err := f.upstream.do(r.Context(), r.Method, "/v2/"+route.Name+"/manifests/"+route.Reference, header)
+	if err != nil {
+		f.upstreamFailed(w, r, redact(err), codeManifestUnknown)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		f.upstreamStatus(w, r, resp, codeManifestUnknown)
+		return
+	}
+	if r.Method == http.MethodHead {
+		// containerd and oras resolve a tag with HEAD and then fetch by
+		// digest, so a resolved tag is what counts as a pull.
+		if byTag {
+			dgst := resp.Header.Get("Docker-Content-Digest")
+			if !IsDigest(dgst) {
+				if _, _, dgst, err = f.upstream.Manifest(r.Context(), route.Name, route.Reference); err != nil {
+					f.upstreamFailed(w, r, err, codeManifestUnknown)
+					return
+				}
+			}
+			if err := f.svc.RecordPull(r.Context(), cred, route.Reference, dgst); err != nil {
+				f.unavailable(w, r, err)
+				return
+			}
+		}
+		copyHeaders(w, resp)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxManifestBytes+1))
+	if err != nil || len(body) > maxManifestBytes {
+		f.upstreamFailed(w, r, errUpstream, codeManifestUnknown)
+		return
+	}
+	if byTag {
+		dgst := digestOf(body)
+		// A pull is counted before it is served: an uncounted delivery
+		// is what the record exists to prevent.
+		if err := f.svc.RecordPull(r.Context(), cred, route.Reference, dgst); err != nil {
+			f.unavailable(w, r, err)
+			return
+		}
+	}
+	copyHeaders(w, resp)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+func (f *Front) blob(w http.ResponseWriter, r *http.Request, route Route, rng semver.Range) {
+	ok, err := f.reachable(r.Context(), route.Name, rng, route.Reference, true)
+	if err != nil && !errors.Is(err, errNotFound) {
+		f.upstreamFailed(w, r, err, codeBlobUnknown)
+		return
+	}
+	if !ok {
+		f.fail(w, r, http.StatusNotFound, codeBlobUnknown, "blob unknown to registry")
+		return
+	}
+	header := http.Header{}
+	if rg := r.Header.Get("Range"); rg != "" {
+		header.Set("Range", rg)
+	}
+	resp, err := f.upstream.do(r.Context(), r.Method, "/v2/"+route.Name+"/blobs/"+route.Reference, header)
+	if err != nil {
+		f.upstreamFailed(w, r, redact(err), codeBlobUnknown)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
+		if resp.StatusCode == http.StatusRequestedRangeNotSatisfiable {
+			copyHeaders(w, resp)
+			w.WriteHeader(resp.StatusCode)
+			return
+		}
+		f.upstreamStatus(w, r, resp, codeBlobUnknown)
+		return
+	}
+	copyHeaders(w, resp)
+	w.WriteHeader(resp.StatusCode)
+	if r.Method == http.MethodHead {
+		return
+	}
+	// A large layer outlasts the server's write timeout; the copy is
+	// bounded by the client instead, and streams in fixed-size chunks.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	if _, err := io.Copy(w, resp.Body); err != nil && !errors.Is(err, context.Canceled) {
+		f.logger.WarnContext(r.Context(), "blob stream ended early", "error", redact(err).Error(),
+			"digest", route.Reference, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+	}
+}
+
+// upstreamStatus answers an upstream status other than success.
+func (f *Front) upstreamStatus(w http.ResponseWriter, r *http.Request, resp *http.Response, notFound string) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode == http.StatusNotFound {
+		f.fail(w, r, http.StatusNotFound, notFound, "not found")
+		return
+	}
+	f.upstreamFailed(w, r, errors.New("upstream status "+strconv.Itoa(resp.StatusCode)), notFound)
+}
+
+func copyHeaders(w http.ResponseWriter, resp *http.Response) {
+	h := w.Header()
+	for _, k := range passHeaders {
+		if v := resp.Header.Values(k); len(v) > 0 {
+			h[k] = v
+		}
+	}
+	h.Set("Docker-Distribution-API-Version", "registry/2.0")
+}
+
+// digestOf is the sha256 digest of body in the OCI form.
+func digestOf(body []byte) string {
+	sum := sha256sum(body)
+	return "sha256:" + sum
+}

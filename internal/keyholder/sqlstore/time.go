@@ -1,0 +1,66 @@
+package sqlstore
+
+import (
+	"fmt"
+	"time"
+)
+
+// sqliteTimeFormats are the text forms SQLite hands back where the driver
+// cannot see a column's declared type (RETURNING, compound SELECTs) and so
+// does not convert it to time.Time itself.
+var sqliteTimeFormats = []string{
+	"2006-01-02 15:04:05.999999999-07:00",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999",
+	time.RFC3339Nano,
+}
+
+// timeValue scans a timestamp from either engine into UTC.
+type timeValue time.Time
+
+func (t *timeValue) Scan(src any) error {
+	switch v := src.(type) {
+	case time.Time:
+		*t = timeValue(v.UTC())
+		return nil
+	case string:
+		return t.parse(v)
+	case []byte:
+		return t.parse(string(v))
+	default:
+		return fmt.Errorf("timestamp: cannot scan %T", src)
+	}
+}
+
+func (t *timeValue) parse(s string) error {
+	for _, f := range sqliteTimeFormats {
+		if p, err := time.Parse(f, s); err == nil {
+			*t = timeValue(p.UTC())
+			return nil
+		}
+	}
+	return fmt.Errorf("timestamp: unreadable value %q", s)
+}
+
+// nullTime is a nullable timeValue.
+type nullTime struct {
+	t     timeValue
+	valid bool
+}
+
+func (n *nullTime) Scan(src any) error {
+	if src == nil {
+		n.valid = false
+		return nil
+	}
+	n.valid = true
+	return n.t.Scan(src)
+}
+
+func (n nullTime) ptr() *time.Time {
+	if !n.valid {
+		return nil
+	}
+	t := time.Time(n.t)
+	return &t
+}
