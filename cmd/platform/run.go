@@ -12,6 +12,7 @@ import (
 	"github.com/platformco/platform/internal/events/eventscmd"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
+	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -27,6 +28,7 @@ commands:
   box serve|migrate                     the entitlement service and its schema
   box grant|revoke|list                 operator commands against BOX_URL
   gateway serve                         the edge
+  parlor serve                          the web app
   events publish --service NAME         the outbox publisher loop
   events check                          catalog, manifests and schemas agree
   events tail [--new]                   print the event stream as JSON lines
@@ -62,6 +64,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return gatewaycmd.Run(ctx, args[1:], env)
 	case "events":
 		return eventscmd.Run(ctx, args[1:], env)
+	case "parlor":
+		return parlorcmd.Run(ctx, args[1:], env)
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString())
 		return nil

@@ -22,6 +22,7 @@ import (
 	"github.com/platformco/platform/internal/events/embeddednats"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
+	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
 
 // Ports of the quick start (operations.md section 1).
@@ -29,6 +30,7 @@ const (
 	gatewayPort  = 8080
 	identityPort = 8081
 	boxPort      = 8082
+	parlorPort   = 8085
 )
 
 // masterKeyFile holds identity's IDENTITY_MASTER_KEY inside the data dir.
@@ -58,7 +60,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 
 	// Listen first, so a port in use is reported before anything starts.
 	listeners := map[int]net.Listener{}
-	for _, port := range []int{gatewayPort, identityPort, boxPort} {
+	for _, port := range []int{gatewayPort, identityPort, boxPort, parlorPort} {
 		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
 		if err != nil {
 			for _, l := range listeners {
@@ -111,6 +113,14 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"IDENTITY_URL":    identityURL,
 		"IDENTITY_ISSUER": issuer,
 		"BOX_URL":         fmt.Sprintf("http://127.0.0.1:%d", boxPort),
+		"PARLOR_URL":      fmt.Sprintf("http://127.0.0.1:%d", parlorPort),
+	}))
+	if err != nil {
+		return err
+	}
+	parlorCfg, err := parlorcmd.LoadConfig(ctx, only(env, map[string]string{
+		"PORT":           fmt.Sprint(parlorPort),
+		"PARLOR_API_URL": fmt.Sprintf("http://127.0.0.1:%d", gatewayPort),
 	}))
 	if err != nil {
 		return err
@@ -140,6 +150,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	serve("identity", func() error { return identitycmd.Serve(ctx, idCfg, env.Logger("identity"), listeners[identityPort]) })
 	serve("box", func() error { return boxcmd.Serve(ctx, boxCfg, env.Logger("box"), listeners[boxPort]) })
 	serve("gateway", func() error { return gatewaycmd.Serve(ctx, gwCfg, env.Logger("gateway"), listeners[gatewayPort]) })
+	serve("parlor", func() error { return parlorcmd.Serve(ctx, parlorCfg, env.Logger("parlor"), listeners[parlorPort]) })
 
 	printBanner(env, dir, natsURL)
 	wg.Wait()
@@ -206,6 +217,7 @@ func printBanner(env cli.Env, dir, natsURL string) {
   gateway   http://localhost:%d   (start here)
   identity  http://localhost:%d
   box       http://localhost:%d
+  parlor    http://localhost:%d   (the web app)
   events    %s   (stream PLATFORM_EVENTS)
   data      %s
 
@@ -213,7 +225,7 @@ Make a registered user staff (an operator who can grant entitlements):
 
   DATABASE_URL=sqlite:%s/identity.db go run ./cmd/platform identity staff add you@example.com
 
-`, gatewayPort, identityPort, boxPort, natsURL, rel, rel)
+`, gatewayPort, identityPort, boxPort, parlorPort, natsURL, rel, rel)
 	slog.New(slog.NewJSONHandler(env.Stderr, nil)).Info("platform dev started", "data", dir)
 }
 
