@@ -283,7 +283,7 @@ type Release struct {
 
 // AuditEvent is one entry of an account's timeline.
 type AuditEvent struct {
-	ID          int64     `json:"id"`
+	ID          string    `json:"id"`
 	Type        string    `json:"type"`
 	OccurredAt  time.Time `json:"occurred_at"`
 	ActorUserID string    `json:"actor_user_id"`

@@ -203,7 +203,7 @@ func (s *server) memberFailure(w http.ResponseWriter, r *http.Request, sess *ses
 	case StatusOf(err) == http.StatusNotFound:
 		p.Error = "That person is not a member of this account (any more)."
 	case StatusOf(err) == http.StatusForbidden && CodeOf(err) == "forbidden":
-		p.Error = capitalize(sentence(err)) + " Owners change roles; admins remove members but not owners."
+		p.Error = sentence(err) + " Owners change roles; admins remove members but not owners."
 	}
 	for _, f := range []string{"role", "user_id"} {
 		if msg, ok := p.Errors[f]; ok {

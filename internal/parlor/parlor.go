@@ -106,7 +106,7 @@ func newServer(d Deps) (*server, error) {
 		if base == "layout" {
 			continue
 		}
-		t, err := template.New(base).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		t, err := template.New(base).Option("missingkey=zero").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
 		if err != nil {
 			return nil, err
 		}

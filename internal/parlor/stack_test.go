@@ -127,13 +127,22 @@ func (s *stack) makeStaff(t *testing.T, email string) {
 // startParlor serves parlor against apiURL.
 func startParlor(t *testing.T, apiURL string) string {
 	t.Helper()
-	h, err := parlor.New(parlor.Deps{API: parlor.NewClient(apiURL, 5*time.Second), Logger: slog.New(slog.DiscardHandler)})
+	logger := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h, err := parlor.New(parlor.Deps{API: parlor.NewClient(apiURL, 5*time.Second), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// testLog writes parlor's warnings into the test's log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // visitor is a browser as far as parlor can tell: it keeps the session
