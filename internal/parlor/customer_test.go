@@ -55,7 +55,7 @@ func TestAccountsAndMembers(t *testing.T) {
 		owner.get("/app/accounts/"+team).expect(t, http.StatusOK, "Members", memberEmail, "Invite someone", "Delete this account")
 	})
 	t.Run("MemberSeesNoAdminForms", func(t *testing.T) {
-		page := member.get("/app/accounts/" + team).expect(t, http.StatusOK, "Members")
+		page := member.get("/app/accounts/"+team).expect(t, http.StatusOK, "Members")
 		for _, hidden := range []string{"Invite someone", "Delete this account", "Set role"} {
 			if strings.Contains(page.Body, hidden) {
 				t.Errorf("a member sees %q", hidden)
