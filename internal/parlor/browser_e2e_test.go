@@ -106,12 +106,14 @@ type browser struct {
 	ctx   context.Context
 	name  string
 	shots string
+	// axe is the axe-core script, run on every page a step ends on.
+	axe string
 	// step numbers the screenshots of every browser of a test in order.
 	step *int
 	base string
 }
 
-func newBrowser(t *testing.T, exe, name, base, shots string, step *int) *browser {
+func newBrowser(t *testing.T, exe, name, base, shots, axe string, step *int) *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
@@ -126,7 +128,7 @@ func newBrowser(t *testing.T, exe, name, base, shots string, step *int) *browser
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start %s: %v", exe, err)
 	}
-	return &browser{t: t, ctx: ctx, name: name, shots: shots, base: base, step: step}
+	return &browser{t: t, ctx: ctx, name: name, shots: shots, base: base, axe: axe, step: step}
 }
 
 // do runs actions within a minute, then waits until the page's main
@@ -144,7 +146,43 @@ func (b *browser) do(step string, wants []string, actions ...chromedp.Action[chr
 			b.t.Fatalf("%s, %s: the page does not show %q:\n%s", b.name, step, want, b.mainText())
 		}
 	}
+	b.checkAccessibility(ctx, step)
 	b.shot(step)
+}
+
+// axeViolation is what the test reports of one axe-core finding.
+type axeViolation struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Nodes  []string `json:"nodes"`
+}
+
+// checkAccessibility runs axe-core on the page: no serious or critical
+// violation may be found. The script is evaluated through DevTools, which
+// the page's Content-Security-Policy does not govern.
+func (b *browser) checkAccessibility(ctx context.Context, step string) {
+	b.t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](b.axe+";undefined")); err != nil {
+		b.t.Fatalf("%s, %s: load axe-core: %v", b.name, step, err)
+	}
+	const run = `axe.run(document).then(r => ({passes: r.passes.length, violations: r.violations
+		.filter(v => v.impact === "serious" || v.impact === "critical")
+		.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map(n => n.target.join(" "))}))}))`
+	type result struct {
+		Passes     int            `json:"passes"`
+		Violations []axeViolation `json:"violations"`
+	}
+	found, err := chromedp.Run(ctx, chromedp.Evaluate[result](run, chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.t.Fatalf("%s, %s: run axe-core: %v", b.name, step, err)
+	}
+	if found.Passes == 0 {
+		b.t.Errorf("%s, %s: axe-core checked nothing on the page", b.name, step)
+	}
+	for _, v := range found.Violations {
+		b.t.Errorf("%s, %s (%s): accessibility %s violation %s: %s at %v", b.name, step, b.location(), v.Impact, v.ID, v.Help, v.Nodes)
+	}
 }
 
 // waitText polls the page until its main content shows want, for up to
@@ -224,12 +262,18 @@ func TestBrowserJourney(t *testing.T) {
 	dataDir, base := startDevForBrowser(t)
 	shots := t.ArtifactDir()
 	step := 0
+	axeScript, err := os.ReadFile(filepath.Join("testdata", "axe-core", "axe.min.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	axe := string(axeScript)
 	t.Logf("screenshots: %s", shots)
 
-	owner := newBrowser(t, exe, "owner", base, shots, &step)
+	owner := newBrowser(t, exe, "owner", base, shots, axe, &step)
 	owner.do("landing", []string{"Your software, licensed and delivered"}, chromedp.Navigate(base+"/"))
-	owner.do("signup", []string{"Your accounts", "owner@example.com"},
-		append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(base + "/signup")}, signUpActions("owner@example.com")...)...)
+	owner.do("signin-form", []string{"Sign in", "New here?"}, chromedp.Navigate(base+"/signin"))
+	owner.do("signup-form", []string{"Create your account"}, chromedp.Click(chromedp.CSS(`main a[href^="/signup"]`)))
+	owner.do("signup", []string{"Your accounts", "owner@example.com"}, signUpActions("owner@example.com")...)
 	owner.do("create-team", []string{"The team account was created.", "Acme Rockets"},
 		chromedp.SendKeys(chromedp.CSS(`#name`), "Acme Rockets"),
 		submit(`form[action="/app/accounts"]`))
@@ -245,10 +289,11 @@ func TestBrowserJourney(t *testing.T) {
 		t.Fatalf("invitation link = %q, want one on %s", link, base)
 	}
 
-	member := newBrowser(t, exe, "member", base, shots, &step)
+	member := newBrowser(t, exe, "member", base, shots, axe, &step)
 	member.do("open-invitation", []string{"To accept this invitation, sign in"}, chromedp.Navigate(link))
-	member.do("signup-from-invitation", []string{"signed in as member@example.com"},
-		append([]chromedp.Action[chromedp.Void]{chromedp.Click(chromedp.CSS(`main a[href^="/signup?next="]`))}, signUpActions("member@example.com")...)...)
+	member.do("signup-form-from-invitation", []string{"Create your account"},
+		chromedp.Click(chromedp.CSS(`main a[href^="/signup?next="]`)))
+	member.do("signup-from-invitation", []string{"signed in as member@example.com"}, signUpActions("member@example.com")...)
 	member.do("accept", []string{"You joined the account.", "member@example.com (you)", "Acme Rockets"},
 		submit(`form[action="/invitations/accept"]`))
 
@@ -257,9 +302,9 @@ func TestBrowserJourney(t *testing.T) {
 		chromedp.Navigate(base+"/app/accounts/"+team+"/entitlements"))
 	owner.do("claim-kit", []string{"The kit is yours", "kit"}, submit(`form[action$="/claim"]`))
 
-	operator := newBrowser(t, exe, "operator", base, shots, &step)
-	operator.do("operator-signup", []string{"Your accounts"},
-		append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(base + "/signup")}, signUpActions("operator@example.com")...)...)
+	operator := newBrowser(t, exe, "operator", base, shots, axe, &step)
+	operator.do("operator-signup-form", []string{"Create your account"}, chromedp.Navigate(base+"/signup"))
+	operator.do("operator-signup", []string{"Your accounts"}, signUpActions("operator@example.com")...)
 	e2e.MustRun(t, e2e.Env{"DATABASE_URL": "sqlite:" + filepath.Join(dataDir, "identity.db")},
 		"identity", "staff", "add", "operator@example.com")
 	operator.do("console", []string{"Operator console", "Staff directory"}, chromedp.Navigate(base+"/operator"))
@@ -267,8 +312,8 @@ func TestBrowserJourney(t *testing.T) {
 		chromedp.Navigate(base+"/operator/users"),
 		chromedp.SendKeys(chromedp.CSS(`#query`), "owner@"),
 		submit(`form[action="/operator/users"]`))
+	operator.do("grant-form", []string{"Before granting: read the payment"}, chromedp.Navigate(base+"/operator/grant"))
 	operator.do("grant-rows", []string{"2. The account's rows now", "kit", "claim"},
-		chromedp.Navigate(base+"/operator/grant"),
 		chromedp.SendKeys(chromedp.CSS(`#lookup`), team),
 		submit(`form[action="/operator/grant"][method="get"]`))
 	grantPlatform := []chromedp.Action[chromedp.Void]{
@@ -278,8 +323,8 @@ func TestBrowserJourney(t *testing.T) {
 	}
 	operator.do("grant", []string{"The entitlement was granted.", "platform", "pi_3Kx9"}, grantPlatform...)
 
+	owner.do("downloads", []string{"Get a download capability"}, chromedp.Navigate(base+"/app/accounts/"+team+"/downloads"))
 	owner.do("download", []string{"Capability for platform", "Use it once, before"},
-		chromedp.Navigate(base+"/app/accounts/"+team+"/downloads"),
 		chromedp.SetValue(chromedp.CSS(`#artifact`), "platform"),
 		chromedp.SendKeys(chromedp.CSS(`#version_range`), "^1.0.0"),
 		submit(`form[action$="/downloads"]`))
@@ -300,6 +345,9 @@ func TestBrowserJourney(t *testing.T) {
 	operator.do("list", []string{"revoked", "active"},
 		chromedp.Navigate(base+"/operator/entitlements?account_id="+team+"&product=platform"))
 
+	owner.do("releases", []string{"Releases"}, chromedp.Navigate(base+"/app/accounts/"+team+"/releases"))
+	owner.do("activity", []string{"Activity"}, chromedp.Navigate(base+"/app/accounts/"+team+"/activity"))
+	operator.do("releases-console", []string{"Publish a release"}, chromedp.Navigate(base+"/operator/releases"))
 	owner.do("signout", []string{"Your software, licensed and delivered"}, submit(`form[action="/signout"]`))
 	owner.do("signed-out", []string{"Sign in"}, chromedp.Navigate(base+"/app"))
 }
