@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/platformco/platform/internal/e2e"
@@ -251,6 +253,26 @@ func submit(form string) chromedp.Action[chromedp.Void] {
 	return chromedp.Click(chromedp.CSS(form + ` button[type=submit]`))
 }
 
+// colorScheme makes the page see prefers-color-scheme as scheme.
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+		return err
+	})
+}
+
+// fitsWidth fails the test when the page scrolls sideways: a phone must
+// read it without panning.
+func (b *browser) fitsWidth(step string) {
+	b.t.Helper()
+	fits, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`))
+	if err != nil || !fits {
+		b.t.Errorf("%s, %s: the page is wider than the screen (%v)", b.name, step, err)
+	}
+}
+
 var uuidIn = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 // TestBrowserJourney walks parlor.md §4 in a real browser against the
@@ -344,6 +366,19 @@ func TestBrowserJourney(t *testing.T) {
 		append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(base + "/operator/grant?account_id=" + team)}, grantPlatform...)...)
 	operator.do("list", []string{"revoked", "active"},
 		chromedp.Navigate(base+"/operator/entitlements?account_id="+team+"&product=platform"))
+
+	// Dark, then at a phone's width: axe checks the contrast of each.
+	owner.do("dark", []string{"Get a download capability"},
+		colorScheme("dark"), chromedp.Navigate(base+"/app/accounts/"+team+"/downloads"))
+	owner.do("dark-members", []string{"Members"}, chromedp.Navigate(base+"/app/accounts/"+team))
+	owner.do("phone", []string{"Members", "member@example.com"},
+		chromedp.EmulateViewport(390, 844, chromedp.EmulatePortrait, chromedp.EmulateMobile),
+		chromedp.Navigate(base+"/app/accounts/"+team))
+	owner.fitsWidth("phone")
+	owner.do("phone-light", []string{"Entitlements"}, colorScheme("light"),
+		chromedp.Navigate(base+"/app/accounts/"+team+"/entitlements"))
+	owner.fitsWidth("phone-light")
+	owner.do("desktop", []string{"Your accounts"}, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/app"))
 
 	owner.do("releases", []string{"Releases"}, chromedp.Navigate(base+"/app/accounts/"+team+"/releases"))
 	owner.do("activity", []string{"Activity"}, chromedp.Navigate(base+"/app/accounts/"+team+"/activity"))

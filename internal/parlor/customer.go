@@ -133,6 +133,13 @@ func (s *server) renameAccount(w http.ResponseWriter, r *http.Request, sess *ses
 
 func (s *server) deleteAccount(w http.ResponseWriter, r *http.Request, sess *session) {
 	id := r.PathValue("id")
+	if r.PostFormValue("confirm") != "yes" {
+		// Nothing is undone after a delete, so it takes a deliberate tick.
+		p := &page{Error: "Please correct the fields marked below.",
+			Errors: map[string]string{"confirm": "Tick the box to confirm that the account and everything in it go for good."}}
+		s.renderAccount(w, r, sess, p, http.StatusUnprocessableEntity, nil)
+		return
+	}
 	if err := s.api.DeleteAccount(r.Context(), sess.Token, id); err != nil {
 		if StatusOf(err) == http.StatusNotFound {
 			s.notFound(w, r, &sess.Me)

@@ -121,7 +121,7 @@ func TestAccountsAndMembers(t *testing.T) {
 	t.Run("ErrPersonalAccountCannotBeDeleted", func(t *testing.T) {
 		personal := personalAccount(t, owner)
 		owner.get("/app/accounts/"+personal).expect(t, http.StatusOK, "A personal account cannot be deleted")
-		owner.post("/app/accounts/"+personal+"/delete", nil).
+		owner.post("/app/accounts/"+personal+"/delete", url.Values{"confirm": {"yes"}}).
 			expect(t, http.StatusUnprocessableEntity, "A personal account cannot be deleted; only team accounts can.")
 	})
 	t.Run("RemoveMember", func(t *testing.T) {
@@ -132,8 +132,13 @@ func TestAccountsAndMembers(t *testing.T) {
 		owner.get(a.location()).expect(t, http.StatusOK, "The member was removed.")
 		member.get("/app/accounts/"+team).expect(t, http.StatusNotFound)
 	})
+	t.Run("ErrDeleteNeedsConfirmation", func(t *testing.T) {
+		owner.post("/app/accounts/"+team+"/delete", nil).
+			expect(t, http.StatusUnprocessableEntity, "Tick the box to confirm")
+		owner.get("/app/accounts/"+team).expect(t, http.StatusOK)
+	})
 	t.Run("DeleteTeam", func(t *testing.T) {
-		a := owner.post("/app/accounts/"+team+"/delete", nil)
+		a := owner.post("/app/accounts/"+team+"/delete", url.Values{"confirm": {"yes"}})
 		if a.Status != http.StatusSeeOther || a.location() != "/app?done=deleted" {
 			t.Fatalf("delete: %d to %q\n%s", a.Status, a.location(), visibleText(a.Body))
 		}

@@ -151,6 +151,11 @@ const unavailableText = "The platform is unavailable right now. Nothing was chan
 // API's own words.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, user *Me, err error) {
 	switch {
+	case StatusOf(err) == http.StatusUnauthorized:
+		// The session ended between the page's first call and this one
+		// (signed out elsewhere, expired): sign in again.
+		clearCookie(w)
+		http.Redirect(w, r, "/signin", http.StatusSeeOther)
 	case Unavailable(err):
 		if StatusOf(err) == 0 || StatusOf(err) >= 500 {
 			s.log.Warn("platform API unavailable", "path", r.URL.Path, "error", err.Error())
