@@ -33,7 +33,7 @@ type stack struct {
 	IdentityDB string
 }
 
-func listen(t *testing.T) (net.Listener, string) {
+func listen(t testing.TB) (net.Listener, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -45,7 +45,7 @@ func listen(t *testing.T) (net.Listener, string) {
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 // startStack starts the platform and waits until the gateway is ready.
-func startStack(t *testing.T) *stack {
+func startStack(t testing.TB) *stack {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -125,7 +125,7 @@ func (s *stack) makeStaff(t *testing.T, email string) {
 }
 
 // startParlor serves parlor against apiURL.
-func startParlor(t *testing.T, apiURL string) string {
+func startParlor(t testing.TB, apiURL string) string {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h, err := parlor.New(parlor.Deps{API: parlor.NewClient(apiURL, 5*time.Second), Logger: logger})
@@ -138,7 +138,7 @@ func startParlor(t *testing.T, apiURL string) string {
 }
 
 // testLog writes parlor's warnings into the test's log.
-type testLog struct{ t *testing.T }
+type testLog struct{ t testing.TB }
 
 func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimSpace(string(p)))
