@@ -394,6 +394,34 @@ func localPath(next string) string {
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
+// maxFormBytes bounds a posted form: every form here is a few short
+// fields, so anything larger is refused before it is read.
+const maxFormBytes = 64 << 10
+
+// readForm caps request bodies at maxFormBytes and parses a posted form
+// once, so an oversized or malformed one is refused in words here rather
+// than read as empty fields by the page.
+func (s *server) readForm(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			status := http.StatusBadRequest
+			msg := "This form could not be read. Open the page again and send it from there."
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				status, msg = http.StatusRequestEntityTooLarge, "This form is too large to send."
+			}
+			s.render(w, r, status, "error", &page{Title: "Not sent", Error: msg})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // secureHeaders sets the headers every answer carries.
 func secureHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

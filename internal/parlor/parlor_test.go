@@ -252,3 +252,9 @@ func TestStaticAssetsAreEmbedded(t *testing.T) {
 		}
 	}
 }
+
+func TestOversizedFormRefused(t *testing.T) {
+	v := newVisitor(t, startParlor(t, "http://127.0.0.1:1"))
+	big := url.Values{"email": {strings.Repeat("a", 70<<10) + "@example.com"}, "password": {"correct horse battery"}}
+	v.post("/signin", big).expect(t, http.StatusRequestEntityTooLarge, "This form is too large to send.")
+}

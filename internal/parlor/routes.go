@@ -80,6 +80,7 @@ func New(d Deps) (http.Handler, error) {
 		}),
 		secureHeaders,
 		cop.Handler,
+		s.readForm,
 	), nil
 }
 
