@@ -221,6 +221,9 @@ func (a answer) expect(t *testing.T, status int, texts ...string) answer {
 	if a.Status != status {
 		t.Fatalf("status = %d, want %d\n%s", a.Status, status, visibleText(a.Body))
 	}
+	if inlineCode.MatchString(a.Body) {
+		t.Errorf("the page has inline script or style, which the policy blocks:\n%s", inlineCode.FindString(a.Body))
+	}
 	page := visibleText(a.Body)
 	for _, want := range texts {
 		if !strings.Contains(page, want) {
@@ -231,8 +234,11 @@ func (a answer) expect(t *testing.T, status int, texts ...string) answer {
 }
 
 var (
-	tags   = regexp.MustCompile(`(?s)<[^>]*>`)
-	spaces = regexp.MustCompile(`\s+`)
+	// inlineCode is inline script, an event handler attribute or a style
+	// attribute: the Content-Security-Policy blocks all three.
+	inlineCode = regexp.MustCompile(`<script(?:[^>]*)>\s*[^<\s]|\son[a-z]+=|\sstyle=`)
+	tags       = regexp.MustCompile(`(?s)<[^>]*>`)
+	spaces     = regexp.MustCompile(`\s+`)
 )
 
 // visibleText is a page's text as a reader sees it, roughly: tags gone,
