@@ -1,11 +1,16 @@
 package parlor_test
 
 import (
+	"context"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/platformco/platform/internal/parlor"
 )
 
 func TestOperatorConsoleIsHiddenFromCustomers(t *testing.T) {
@@ -110,6 +115,37 @@ func TestOperatorReconciliation(t *testing.T) {
 		// 25 rows a page: 4 rows fit on one, with no next page.
 		if page := op.get("/operator/entitlements"); strings.Contains(page.Body, "Next page") {
 			t.Errorf("one page of rows offers a next page")
+		}
+	})
+
+	t.Run("CursorPaging", func(t *testing.T) {
+		pager := newVisitor(t, base)
+		pager.signUp(uniqueEmail("pager"))
+		acct := personalAccount(t, pager)
+		api := parlor.NewClient(st.GatewayURL, 5*time.Second)
+		ctx := context.Background()
+		for range 13 { // 26 rows, all revoked: 25 on the first page, 1 on the second
+			for _, product := range []string{"identity", "courier"} {
+				row, err := api.GrantEntitlement(ctx, op.cookie, parlor.Grant{AccountID: acct, Product: product})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := api.RevokeEntitlement(ctx, op.cookie, row.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		first := op.get("/operator/entitlements?account_id="+acct).expect(t, http.StatusOK, "Next page")
+		next := regexp.MustCompile(`href="([^"]*cursor=[^"]*)" rel="next"`).FindStringSubmatch(first.Body)
+		if next == nil {
+			t.Fatal("no next-page link")
+		}
+		second := op.get(html.UnescapeString(next[1])).expect(t, http.StatusOK, "First page")
+		if n1, n2 := strings.Count(first.Body, "<td>revoked</td>"), strings.Count(second.Body, "<td>revoked</td>"); n1 != 25 || n2 != 1 {
+			t.Errorf("pages hold %d and %d rows, want 25 and 1", n1, n2)
+		}
+		if strings.Contains(second.Body, `rel="next"`) {
+			t.Errorf("the last page offers a next page")
 		}
 	})
 
