@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/platformco/platform/internal/httpx"
 )
 
 // Client speaks the platform's public API through the gateway with the
@@ -45,6 +47,9 @@ type APIError struct {
 	Message string
 	// Fields maps a request field to the rule codes it broke.
 	Fields map[string]string
+	// TraceID is the trace the API answered in (identity names it), which
+	// is the page's own when the trace context was carried through.
+	TraceID string
 }
 
 func (e *APIError) Error() string {
@@ -107,6 +112,8 @@ func (c *Client) doConflict(ctx context.Context, token, method, path string, bod
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	// The page's trace continues through the gateway into the services.
+	req.Header.Set(httpx.TraceparentHeader, httpx.TraceFrom(ctx).Traceparent())
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("platform API %s %s: %w", method, path, err)
@@ -137,9 +144,10 @@ func (c *Client) doConflict(ctx context.Context, token, method, path string, bod
 func decodeError(status int, raw []byte) *APIError {
 	e := &APIError{Status: status, Fields: map[string]string{}}
 	var env struct {
-		Detail string `json:"detail"`
-		Code   string `json:"code"`
-		Errors []struct {
+		Detail  string `json:"detail"`
+		Code    string `json:"code"`
+		TraceID string `json:"trace_id"`
+		Errors  []struct {
 			Field string `json:"field"`
 			Code  string `json:"code"`
 		} `json:"errors"`
@@ -164,7 +172,7 @@ func decodeError(status int, raw []byte) *APIError {
 			}
 		}
 	default:
-		e.Code, e.Message = env.Code, env.Detail
+		e.Code, e.Message, e.TraceID = env.Code, env.Detail, env.TraceID
 		for _, f := range env.Errors {
 			if _, seen := e.Fields[f.Field]; !seen {
 				e.Fields[f.Field] = f.Code

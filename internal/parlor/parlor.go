@@ -16,6 +16,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/platformco/platform/internal/httpx"
 )
 
 //go:embed templates/*.html
@@ -58,6 +60,9 @@ type page struct {
 	// Error is a refusal of the whole form; Errors are per field.
 	Error  string
 	Errors map[string]string
+	// Reference is the trace id of a refusal, for support to find it in
+	// the logs.
+	Reference string
 	// Form echoes what the user typed, so a refused form keeps it.
 	Form map[string]string
 	// Account and Tab frame the per-account pages.
@@ -130,6 +135,9 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	if p.Form == nil {
 		p.Form = map[string]string{}
 	}
+	if p.Error != "" && p.Reference == "" {
+		p.Reference = httpx.TraceFrom(r.Context()).TraceID
+	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
 		s.log.Error("render page", "page", name, "error", err.Error())
@@ -191,6 +199,7 @@ func formFailure(p *page, err error) int {
 	if p.Errors == nil {
 		p.Errors = map[string]string{}
 	}
+	p.Reference = ae.TraceID
 	for field, rule := range ae.Fields {
 		p.Errors[field] = fieldWords(field, rule)
 	}

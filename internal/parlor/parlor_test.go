@@ -140,6 +140,18 @@ func TestSignInAndSignUpRefusalsInWords(t *testing.T) {
 	}
 }
 
+func TestRefusalNamesTheTraceItTookAcrossThePlatform(t *testing.T) {
+	st := startStack(t)
+	v := newVisitor(t, startParlor(t, st.GatewayURL))
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	req, _ := http.NewRequest("POST", v.base+"/signup", strings.NewReader(url.Values{"email": {uniqueEmail("t")}, "password": {"short"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Traceparent", "00-"+trace+"-00f067aa0ba902b7-01")
+	// identity answers the 422 in the page's trace only if parlor and the
+	// gateway carried it there.
+	v.send(req).expect(t, http.StatusUnprocessableEntity, "at least 8 characters", "Reference "+trace)
+}
+
 func TestLockedUserToldToWait(t *testing.T) {
 	st := startStack(t)
 	base := startParlor(t, st.GatewayURL)
