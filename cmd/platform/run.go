@@ -14,6 +14,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
+	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -31,6 +32,7 @@ commands:
   gateway serve                         the edge
   courier serve|migrate                 email, preferences and webhooks, and their schema
   keyholder serve|migrate|publish       the registry-credential exchange
+  parlor serve                          the web app
   events publish --service NAME         the outbox publisher loop
   events check                          catalog, manifests and schemas agree
   events tail [--new]                   print the event stream as JSON lines
@@ -74,6 +76,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return eventscmd.Run(ctx, args[1:], env)
 	case "keyholder":
 		return keyholdercmd.Run(ctx, args[1:], env)
+	case "parlor":
+		return parlorcmd.Run(ctx, args[1:], env)
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString())
 		return nil

@@ -27,6 +27,7 @@ import (
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/embedregistry"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
+	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
 
 // Ports of the quick start (operations.md section 1).
@@ -35,6 +36,7 @@ const (
 	identityPort = 8081
 	boxPort      = 8082
 	courierPort  = 8083
+	parlorPort   = 8085
 )
 
 // courierKeyFile holds courier's COURIER_SECRET_BOX_KEY inside the data dir.
@@ -119,7 +121,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return err
 	}
 
-	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort})
+	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort, parlorPort})
 	if err != nil {
 		return err
 	}
@@ -205,6 +207,14 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"BOX_URL":         fmt.Sprintf("http://%s:%d", dial, boxPort),
 		"COURIER_URL":     fmt.Sprintf("http://%s:%d", dial, courierPort),
 		"KEYHOLDER_URL":   fmt.Sprintf("http://%s:%d", dial, keyholderPort),
+		"PARLOR_URL":      fmt.Sprintf("http://%s:%d", dial, parlorPort),
+	}))
+	if err != nil {
+		return err
+	}
+	parlorCfg, err := parlorcmd.LoadConfig(ctx, only(env, map[string]string{
+		"PORT":           fmt.Sprint(parlorPort),
+		"PARLOR_API_URL": fmt.Sprintf("http://%s:%d", dial, gatewayPort),
 	}))
 	if err != nil {
 		return err
@@ -238,6 +248,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	serve("courier", func() error {
 		return couriercmd.Serve(ctx, courierCfg, env.Logger("courier"), listeners[courierPort])
 	})
+	serve("parlor", func() error { return parlorcmd.Serve(ctx, parlorCfg, env.Logger("parlor"), listeners[parlorPort]) })
 
 	printBanner(env, dir, natsURL, named)
 	wg.Wait()
@@ -318,6 +329,7 @@ func printBanner(env cli.Env, dir, natsURL, host string) {
   courier   http://%[1]s:%[5]d   (mail lands in the local mailbox: http://%[1]s:%[5]d/dev/mail)
   keyholder http://%[1]s:%[8]d   (registry credentials; pull through the gateway: %[1]s:%[2]d/v2/)
   registry  http://%[9]s   (the embedded upstream; push with platform keyholder publish)
+  parlor    http://%[1]s:%[10]d   (the web app, served by the gateway at http://%[1]s:%[2]d/)
   events    %[6]s   (stream PLATFORM_EVENTS)
   data      %[7]s
 
@@ -325,7 +337,7 @@ Make a registered user staff (an operator who can grant entitlements):
 
   DATABASE_URL=sqlite:%[7]s/identity.db go run ./cmd/platform identity staff add you@example.com
 
-`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr)
+`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr, parlorPort)
 	env.Logger("dev").Info("platform dev started", "data", dir)
 }
 

@@ -1,0 +1,547 @@
+package parlor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/platformco/platform/internal/httpx"
+)
+
+// Client speaks the platform's public API through the gateway with the
+// signed-in user's session token. Parlor keeps no state of its own: every
+// page is rendered from what these calls answer.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// NewClient returns a client of the gateway at base; every round trip is
+// bounded by timeout.
+func NewClient(base string, timeout time.Duration) *Client {
+	return &Client{
+		base: strings.TrimRight(base, "/"),
+		http: &http.Client{
+			Timeout: timeout,
+			// The API never redirects; a redirect would be a misrouted
+			// gateway, and following it could carry the token elsewhere.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+}
+
+// APIError is an API's refusal in words a page can show: Message for the
+// form as a whole, Fields for the inputs they concern.
+type APIError struct {
+	Status int
+	Code   string
+	// Message is the API's own sentence (problem+json detail, box's
+	// message).
+	Message string
+	// Fields maps a request field to the rule codes it broke.
+	Fields map[string]string
+	// TraceID is the trace the API answered in (identity names it), which
+	// is the page's own when the trace context was carried through.
+	TraceID string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Unavailable reports whether err means the platform could not answer: a
+// 503, a 5xx, or no answer at all.
+func Unavailable(err error) bool {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Status >= 500
+	}
+	return err != nil
+}
+
+// StatusOf is the HTTP status of an API refusal, 0 for anything else.
+func StatusOf(err error) int {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Status
+	}
+	return 0
+}
+
+// CodeOf is the error code of an API refusal, "" for anything else.
+func CodeOf(err error) string {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return ""
+}
+
+// do sends one request and decodes a 2xx JSON body into out (when not
+// nil). Any other status becomes an *APIError read from either envelope:
+// identity's problem+json or box's {error: {code, message}}. A 409 body
+// is also decoded into conflict when given, for box's duplicate grant.
+func (c *Client) do(ctx context.Context, token, method, path string, body, out any) error {
+	return c.doConflict(ctx, token, method, path, body, out, nil)
+}
+
+func (c *Client) doConflict(ctx context.Context, token, method, path string, body, out, conflict any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	// The page's trace continues through the gateway into the services.
+	req.Header.Set(httpx.TraceparentHeader, httpx.TraceFrom(ctx).Traceparent())
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("platform API %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("platform API %s %s: read: %w", method, path, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if out == nil || len(raw) == 0 {
+			return nil
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("platform API %s %s: decode: %w", method, path, err)
+		}
+		return nil
+	}
+	if resp.StatusCode == http.StatusConflict && conflict != nil {
+		_ = json.Unmarshal(raw, conflict)
+	}
+	return decodeError(resp.StatusCode, raw)
+}
+
+// decodeError reads either envelope. Box names its fields at the start of
+// each comma-joined message ("product must be one of …"), so those become
+// field errors too.
+func decodeError(status int, raw []byte) *APIError {
+	e := &APIError{Status: status, Fields: map[string]string{}}
+	var env struct {
+		Detail  string `json:"detail"`
+		Code    string `json:"code"`
+		TraceID string `json:"trace_id"`
+		Errors  []struct {
+			Field string `json:"field"`
+			Code  string `json:"code"`
+		} `json:"errors"`
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &env) != nil {
+		e.Code = "unexpected"
+		return e
+	}
+	switch {
+	case env.Error != nil:
+		e.Code, e.Message = env.Error.Code, env.Error.Message
+		if e.Code == "unprocessable" {
+			for _, part := range strings.Split(e.Message, ", ") {
+				field, rule, ok := strings.Cut(part, " ")
+				if ok && isFieldName(field) {
+					e.Fields[field] = rule
+				}
+			}
+		}
+	default:
+		e.Code, e.Message, e.TraceID = env.Code, env.Detail, env.TraceID
+		for _, f := range env.Errors {
+			if _, seen := e.Fields[f.Field]; !seen {
+				e.Fields[f.Field] = f.Code
+			}
+		}
+	}
+	return e
+}
+
+func isFieldName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && r != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// The API's shapes, as much of them as the pages read.
+
+// Session is a signed-in session.
+type Session struct {
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Me is the signed-in user.
+type Me struct {
+	ID          string `json:"id"`
+	Email       string `json:"email"`
+	DisplayName string `json:"display_name"`
+	Staff       bool   `json:"staff"`
+}
+
+// Account is one of the user's accounts, with the user's role in it.
+type Account struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Slug      string    `json:"slug"`
+	Personal  bool      `json:"personal"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Member is a membership as the member list shows it.
+type Member struct {
+	UserID    string    `json:"user_id"`
+	Email     string    `json:"email"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Invitation is a created invitation; Token is shown once.
+type Invitation struct {
+	ID        string    `json:"id"`
+	AccountID string    `json:"account_id"`
+	Email     string    `json:"email"`
+	Role      string    `json:"role"`
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Membership is the answer to an accepted invitation.
+type Membership struct {
+	AccountID string `json:"account_id"`
+	UserID    string `json:"user_id"`
+	Role      string `json:"role"`
+}
+
+// StaffUser is a staff directory record.
+type StaffUser struct {
+	ID          string     `json:"id"`
+	Email       string     `json:"email"`
+	DisplayName string     `json:"display_name"`
+	DisabledAt  *time.Time `json:"disabled_at"`
+	VerifiedAt  *time.Time `json:"verified_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+}
+
+// CustomerEntitlement is the customer's view of an entitlement.
+type CustomerEntitlement struct {
+	Product   string     `json:"product"`
+	Status    string     `json:"status"`
+	Source    *string    `json:"source"`
+	Reference *string    `json:"reference"`
+	GrantedAt time.Time  `json:"granted_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+}
+
+// Entitlement is the operator's view of an entitlement row.
+type Entitlement struct {
+	ID           int64      `json:"id"`
+	AccountID    string     `json:"account_id"`
+	Product      string     `json:"product"`
+	Status       string     `json:"status"`
+	VersionRange *string    `json:"version_range"`
+	Source       *string    `json:"source"`
+	Reference    *string    `json:"reference"`
+	GrantedBy    string     `json:"granted_by"`
+	RevokedBy    *string    `json:"revoked_by"`
+	GrantedAt    time.Time  `json:"granted_at"`
+	RevokedAt    *time.Time `json:"revoked_at"`
+}
+
+// Release is a published release.
+type Release struct {
+	ID          int64     `json:"id"`
+	Product     string    `json:"product"`
+	Version     string    `json:"version"`
+	Notes       *string   `json:"notes"`
+	PublishedAt time.Time `json:"published_at"`
+}
+
+// AuditEvent is one entry of an account's timeline.
+type AuditEvent struct {
+	ID          string    `json:"id"`
+	Type        string    `json:"type"`
+	OccurredAt  time.Time `json:"occurred_at"`
+	ActorUserID string    `json:"actor_user_id"`
+	Product     string    `json:"product"`
+	Version     string    `json:"version"`
+}
+
+// Capability is a single-use download capability.
+type Capability struct {
+	Token        string    `json:"token"`
+	Artifact     string    `json:"artifact"`
+	VersionRange *string   `json:"version_range"`
+	ExpiresAt    time.Time `json:"expires_at"`
+}
+
+// Register creates a user.
+func (c *Client) Register(ctx context.Context, email, password string) error {
+	return c.do(ctx, "", "POST", "/v1/users", map[string]string{"email": email, "password": password}, nil)
+}
+
+// SignIn opens a session.
+func (c *Client) SignIn(ctx context.Context, email, password string) (Session, error) {
+	var s Session
+	err := c.do(ctx, "", "POST", "/v1/session", map[string]string{"email": email, "password": password}, &s)
+	return s, err
+}
+
+// SignOut ends the session of token.
+func (c *Client) SignOut(ctx context.Context, token string) error {
+	return c.do(ctx, token, "DELETE", "/v1/session", nil, nil)
+}
+
+// Me reads the signed-in user.
+func (c *Client) Me(ctx context.Context, token string) (Me, error) {
+	var m Me
+	err := c.do(ctx, token, "GET", "/v1/me", nil, &m)
+	return m, err
+}
+
+// Accounts lists the user's accounts.
+func (c *Client) Accounts(ctx context.Context, token string) ([]Account, error) {
+	var out []Account
+	err := c.do(ctx, token, "GET", "/v1/accounts?limit=200", nil, &out)
+	return out, err
+}
+
+// Account reads one account.
+func (c *Client) Account(ctx context.Context, token, id string) (Account, error) {
+	var a Account
+	err := c.do(ctx, token, "GET", "/v1/accounts/"+url.PathEscape(id), nil, &a)
+	return a, err
+}
+
+// CreateAccount creates a team account owned by the user.
+func (c *Client) CreateAccount(ctx context.Context, token, name string) (Account, error) {
+	var a Account
+	err := c.do(ctx, token, "POST", "/v1/accounts", map[string]string{"name": name}, &a)
+	return a, err
+}
+
+// RenameAccount renames an account.
+func (c *Client) RenameAccount(ctx context.Context, token, id, name string) error {
+	return c.do(ctx, token, "PATCH", "/v1/accounts/"+url.PathEscape(id), map[string]string{"name": name}, nil)
+}
+
+// DeleteAccount deletes an account.
+func (c *Client) DeleteAccount(ctx context.Context, token, id string) error {
+	return c.do(ctx, token, "DELETE", "/v1/accounts/"+url.PathEscape(id), nil, nil)
+}
+
+// Members lists an account's members.
+func (c *Client) Members(ctx context.Context, token, id string) ([]Member, error) {
+	var out struct {
+		Members []Member `json:"members"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/accounts/"+url.PathEscape(id)+"/members?limit=200", nil, &out)
+	return out.Members, err
+}
+
+// Invite invites email to an account with role.
+func (c *Client) Invite(ctx context.Context, token, id, email, role string) (Invitation, error) {
+	var inv Invitation
+	err := c.do(ctx, token, "POST", "/v1/accounts/"+url.PathEscape(id)+"/invitations",
+		map[string]string{"email": email, "role": role}, &inv)
+	return inv, err
+}
+
+// ChangeRole changes a member's role.
+func (c *Client) ChangeRole(ctx context.Context, token, id, userID, role string) error {
+	return c.do(ctx, token, "PATCH", "/v1/accounts/"+url.PathEscape(id)+"/members/"+url.PathEscape(userID),
+		map[string]string{"role": role}, nil)
+}
+
+// RemoveMember removes a member from an account.
+func (c *Client) RemoveMember(ctx context.Context, token, id, userID string) error {
+	return c.do(ctx, token, "DELETE", "/v1/accounts/"+url.PathEscape(id)+"/members/"+url.PathEscape(userID), nil, nil)
+}
+
+// AcceptInvitation makes the user a member of the invitation's account.
+func (c *Client) AcceptInvitation(ctx context.Context, token, invitation string) (Membership, error) {
+	var m Membership
+	err := c.do(ctx, token, "POST", "/v1/invitations/accept", map[string]string{"token": invitation}, &m)
+	return m, err
+}
+
+// Entitlements lists an account's entitlements as a customer sees them.
+func (c *Client) Entitlements(ctx context.Context, token, id string) ([]CustomerEntitlement, error) {
+	var out struct {
+		Entitlements []CustomerEntitlement `json:"entitlements"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/accounts/"+url.PathEscape(id)+"/entitlements", nil, &out)
+	return out.Entitlements, err
+}
+
+// Claim claims the free kit for an account.
+func (c *Client) Claim(ctx context.Context, token, id string) error {
+	return c.do(ctx, token, "POST", "/v1/accounts/"+url.PathEscape(id)+"/claims", nil, nil)
+}
+
+// AccountReleases lists the releases an account's entitlements cover.
+func (c *Client) AccountReleases(ctx context.Context, token, id string) ([]Release, error) {
+	var out struct {
+		Releases []Release `json:"releases"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/accounts/"+url.PathEscape(id)+"/releases", nil, &out)
+	return out.Releases, err
+}
+
+// Approve approves a release for an account.
+func (c *Client) Approve(ctx context.Context, token, id string, releaseID int64) error {
+	return c.do(ctx, token, "POST", "/v1/accounts/"+url.PathEscape(id)+"/approvals",
+		map[string]int64{"release_id": releaseID}, nil)
+}
+
+// Timeline reads an account's audit timeline.
+func (c *Client) Timeline(ctx context.Context, token, id string) ([]AuditEvent, error) {
+	var out struct {
+		Events []AuditEvent `json:"events"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/accounts/"+url.PathEscape(id)+"/audit-events", nil, &out)
+	return out.Events, err
+}
+
+// Fetch asks for a capability to download artifact within versionRange
+// ("" for every version).
+func (c *Client) Fetch(ctx context.Context, token, id, artifact, versionRange string) (Capability, error) {
+	body := map[string]any{"artifact": artifact}
+	if versionRange != "" {
+		body["version_range"] = versionRange
+	}
+	var out struct {
+		Capability Capability `json:"capability"`
+	}
+	err := c.do(ctx, token, "POST", "/v1/accounts/"+url.PathEscape(id)+"/artifact_fetches", body, &out)
+	return out.Capability, err
+}
+
+// SearchUsers searches the staff directory.
+func (c *Client) SearchUsers(ctx context.Context, token, query string) ([]StaffUser, error) {
+	var out struct {
+		Users []StaffUser `json:"users"`
+	}
+	q := url.Values{"query": {query}, "limit": {"50"}}
+	err := c.do(ctx, token, "GET", "/v1/operator/users?"+q.Encode(), nil, &out)
+	return out.Users, err
+}
+
+// EntitlementFilter narrows the operator's entitlement list.
+type EntitlementFilter struct {
+	AccountID, Product, Status, Cursor string
+	Limit                              int
+}
+
+// OperatorEntitlements lists entitlement rows, newest first, one page at
+// a time.
+func (c *Client) OperatorEntitlements(ctx context.Context, token string, f EntitlementFilter) ([]Entitlement, string, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"account_id": f.AccountID, "product": f.Product, "status": f.Status, "cursor": f.Cursor} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.Limit > 0 {
+		q.Set("limit", fmt.Sprint(f.Limit))
+	}
+	var out struct {
+		Entitlements []Entitlement `json:"entitlements"`
+		NextCursor   *string       `json:"next_cursor"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/operator/entitlements?"+q.Encode(), nil, &out)
+	next := ""
+	if out.NextCursor != nil {
+		next = *out.NextCursor
+	}
+	return out.Entitlements, next, err
+}
+
+// Grant is the operator's grant request.
+type Grant struct {
+	AccountID    string `json:"account_id"`
+	Product      string `json:"product"`
+	VersionRange string `json:"version_range,omitempty"`
+	Source       string `json:"source,omitempty"`
+	Reference    string `json:"reference,omitempty"`
+}
+
+// GrantEntitlement grants g. On a 409 the existing active row is returned
+// with the error.
+func (c *Client) GrantEntitlement(ctx context.Context, token string, g Grant) (Entitlement, error) {
+	var out, dup struct {
+		Entitlement Entitlement `json:"entitlement"`
+	}
+	err := c.doConflict(ctx, token, "POST", "/v1/operator/entitlements", g, &out, &dup)
+	if StatusOf(err) == http.StatusConflict {
+		return dup.Entitlement, err
+	}
+	return out.Entitlement, err
+}
+
+// RevokeEntitlement revokes the row id.
+func (c *Client) RevokeEntitlement(ctx context.Context, token string, id int64) (Entitlement, error) {
+	var out struct {
+		Entitlement Entitlement `json:"entitlement"`
+	}
+	err := c.do(ctx, token, "POST", fmt.Sprintf("/v1/operator/entitlements/%d/revoke", id), nil, &out)
+	return out.Entitlement, err
+}
+
+// Releases lists published releases, optionally of one product.
+func (c *Client) Releases(ctx context.Context, token, product string) ([]Release, error) {
+	q := url.Values{"limit": {"200"}}
+	if product != "" {
+		q.Set("product", product)
+	}
+	var out struct {
+		Releases []Release `json:"releases"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/operator/releases?"+q.Encode(), nil, &out)
+	return out.Releases, err
+}
+
+// PublishRelease publishes a release.
+func (c *Client) PublishRelease(ctx context.Context, token, product, version, notes string) (Release, error) {
+	body := map[string]string{"product": product, "version": version}
+	if notes != "" {
+		body["notes"] = notes
+	}
+	var out struct {
+		Release Release `json:"release"`
+	}
+	err := c.do(ctx, token, "POST", "/v1/operator/releases", body, &out)
+	return out.Release, err
+}

@@ -1,0 +1,149 @@
+package parlor
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// notices are the confirmations a redirect may ask a page to show, by
+// key, so no text from the query string ever reaches a page.
+var notices = map[string]string{
+	"created":   "The team account was created.",
+	"renamed":   "The account was renamed.",
+	"deleted":   "The account was deleted.",
+	"role":      "The member's role was changed.",
+	"removed":   "The member was removed.",
+	"joined":    "You joined the account.",
+	"claimed":   "The kit is yours: it is listed below.",
+	"approved":  "The release was approved.",
+	"granted":   "The entitlement was granted.",
+	"revoked":   "The entitlement was revoked.",
+	"published": "The release was published.",
+}
+
+func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }
+
+func (s *server) landing(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.currentSession(w, r)
+	if err != nil {
+		s.fail(w, r, nil, err)
+		return
+	}
+	if sess != nil {
+		http.Redirect(w, r, "/app", http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, "landing", &page{Title: "Welcome"})
+}
+
+func (s *server) signupForm(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "signup", &page{Title: "Create your account",
+		Form: map[string]string{"next": r.URL.Query().Get("next")}})
+}
+
+// signup registers the user and signs them in at once, so the next page
+// is their accounts.
+func (s *server) signup(w http.ResponseWriter, r *http.Request) {
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	password := r.PostFormValue("password")
+	next := r.PostFormValue("next")
+	p := &page{Title: "Create your account", Form: map[string]string{"email": email, "next": next}}
+	if err := s.api.Register(r.Context(), email, password); err != nil {
+		status := formFailure(p, err)
+		if CodeOf(err) == "conflict" {
+			p.Error = "This address cannot be registered. If you already have an account, sign in instead."
+		}
+		s.render(w, r, status, "signup", p)
+		return
+	}
+	sess, err := s.api.SignIn(r.Context(), email, password)
+	if err != nil {
+		s.render(w, r, formFailure(p, err), "signup", p)
+		return
+	}
+	setCookie(w, sess.Token, sess.ExpiresAt)
+	http.Redirect(w, r, localPath(next), http.StatusSeeOther)
+}
+
+func (s *server) signinForm(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "signin", &page{Title: "Sign in",
+		Form: map[string]string{"next": r.URL.Query().Get("next")}})
+}
+
+func (s *server) signin(w http.ResponseWriter, r *http.Request) {
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	next := r.PostFormValue("next")
+	p := &page{Title: "Sign in", Form: map[string]string{"email": email, "next": next}}
+	sess, err := s.api.SignIn(r.Context(), email, r.PostFormValue("password"))
+	if err != nil {
+		status := formFailure(p, err)
+		if StatusOf(err) == http.StatusUnauthorized {
+			// The same words for an unknown address and a wrong password,
+			// as identity answers them.
+			p.Error = "The email address or the password is wrong."
+		}
+		s.render(w, r, status, "signin", p)
+		return
+	}
+	setCookie(w, sess.Token, sess.ExpiresAt)
+	http.Redirect(w, r, localPath(next), http.StatusSeeOther)
+}
+
+// signout ends the session at identity and drops the cookie. When the
+// platform cannot be reached the cookie is kept, so the user can retry
+// and really end the session rather than only forget it here.
+func (s *server) signout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		if err := s.api.SignOut(r.Context(), c.Value); err != nil && StatusOf(err) != http.StatusUnauthorized {
+			s.fail(w, r, nil, err)
+			return
+		}
+	}
+	clearCookie(w)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// invitationData is the invitation page's content.
+type invitationData struct {
+	Token string
+	// Here is this page's own path, for signing in and coming back.
+	Here string
+}
+
+func (s *server) invitationForm(w http.ResponseWriter, r *http.Request) {
+	token := r.URL.Query().Get("token")
+	here := "/invitations/accept?token=" + url.QueryEscape(token)
+	sess, err := s.currentSession(w, r)
+	if err != nil {
+		s.fail(w, r, nil, err)
+		return
+	}
+	p := &page{Title: "Accept an invitation", Data: invitationData{Token: token, Here: here}}
+	if sess != nil {
+		p.User = &sess.Me
+	}
+	if token == "" {
+		p.Errors = map[string]string{"token": "This link has no invitation in it. Paste the invitation token below."}
+	}
+	s.render(w, r, http.StatusOK, "invitation", p)
+}
+
+func (s *server) acceptInvitation(w http.ResponseWriter, r *http.Request, sess *session) {
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	m, err := s.api.AcceptInvitation(r.Context(), sess.Token, token)
+	if err != nil {
+		p := &page{Title: "Accept an invitation", User: &sess.Me,
+			Data: invitationData{Token: token, Here: "/invitations/accept?token=" + url.QueryEscape(token)}}
+		status := formFailure(p, err)
+		switch {
+		case StatusOf(err) == http.StatusNotFound:
+			p.Error = "This invitation is not valid. Check that the link was copied whole."
+		case StatusOf(err) == http.StatusConflict:
+			p.Error = "You are already a member of this account."
+		}
+		s.render(w, r, status, "invitation", p)
+		return
+	}
+	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(m.AccountID)+"?done=joined", http.StatusSeeOther)
+}

@@ -1,0 +1,391 @@
+//go:build e2e
+
+package parlor_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"github.com/platformco/platform/internal/e2e"
+	"github.com/platformco/platform/internal/logtest"
+	"github.com/platformco/platform/internal/testutil"
+)
+
+// findBrowser returns the path of a Chromium-family browser. Outside CI a
+// machine without one skips the browser tests; in CI (CI=true) that is a
+// failure, because the journey must run there.
+func findBrowser(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PARLOR_BROWSER"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no browser found (chromium, chromium-browser, google-chrome or headless-shell); CI must install chromium")
+	}
+	t.Skip("browser tests skipped: no chromium, chromium-browser, google-chrome or headless-shell on PATH (apt-get install chromium)")
+	return ""
+}
+
+// devPorts are the ports `platform dev` listens on.
+var devPorts = []string{"8080", "8081", "8082", "8085"}
+
+// startDev runs the real binary's `platform dev` on a fresh data
+// directory and returns the directory and the app's base URL: the
+// gateway's, when it routes the pages to parlor, else parlor's own port.
+func startDevForBrowser(t *testing.T) (dataDir, base string) {
+	t.Helper()
+	for _, port := range devPorts {
+		ln, err := net.Listen("tcp", ":"+port)
+		if err != nil {
+			t.Skipf("port %s is taken (a platform dev already running?): %v", port, err)
+		}
+		ln.Close()
+	}
+	bin := e2e.Binary(t)
+	dataDir = filepath.Join(t.TempDir(), "data")
+	dev := exec.Command(bin, "dev", "--data", dataDir)
+	logs := &logtest.Buffer{}
+	dev.Stdout, dev.Stderr = logs, logs
+	if err := dev.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = dev.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = dev.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = dev.Process.Kill()
+			<-done
+			t.Errorf("platform dev did not stop on Ctrl-C")
+		}
+		if t.Failed() {
+			t.Logf("platform dev output:\n%s", logs.String())
+		}
+	})
+	testutil.Eventually(t, 60*time.Second, "platform dev to serve parlor", func() bool {
+		return pageAnswers("http://localhost:8085/signin")
+	})
+	if pageAnswers("http://localhost:8080/signin") {
+		return dataDir, "http://localhost:8080"
+	}
+	t.Log("the gateway does not route pages to parlor (no PARLOR_URL route on this branch): the browser talks to parlor on :8085")
+	return dataDir, "http://localhost:8085"
+}
+
+func pageAnswers(u string) bool {
+	resp, err := http.Get(u)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `action="/signin"`)
+}
+
+// browser is one person's browser: its own process and profile, so two
+// people never share a cookie.
+type browser struct {
+	t     *testing.T
+	ctx   context.Context
+	name  string
+	shots string
+	// axe is the axe-core script, run on every page a step ends on.
+	axe string
+	// step numbers the screenshots of every browser of a test in order.
+	step *int
+	base string
+}
+
+func newBrowser(t *testing.T, exe, name, base, shots, axe string, step *int) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start %s: %v", exe, err)
+	}
+	return &browser{t: t, ctx: ctx, name: name, shots: shots, base: base, axe: axe, step: step}
+}
+
+// do runs actions within a minute, then waits until the page's main
+// content shows every one of wants, and saves a screenshot of the step.
+func (b *browser) do(step string, wants []string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.t.Fatalf("%s, %s: %v\n%s", b.name, step, err, b.mainText())
+	}
+	for _, want := range wants {
+		if !b.waitText(ctx, want) {
+			b.shot(step + "-failed")
+			b.t.Fatalf("%s, %s: the page does not show %q:\n%s", b.name, step, want, b.mainText())
+		}
+	}
+	b.checkAccessibility(ctx, step)
+	b.shot(step)
+}
+
+// axeViolation is what the test reports of one axe-core finding.
+type axeViolation struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Nodes  []string `json:"nodes"`
+}
+
+// checkAccessibility runs axe-core on the page: no serious or critical
+// violation may be found. The script is evaluated through DevTools, which
+// the page's Content-Security-Policy does not govern.
+func (b *browser) checkAccessibility(ctx context.Context, step string) {
+	b.t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](b.axe+";undefined")); err != nil {
+		b.t.Fatalf("%s, %s: load axe-core: %v", b.name, step, err)
+	}
+	const run = `axe.run(document).then(r => ({passes: r.passes.length, violations: r.violations
+		.filter(v => v.impact === "serious" || v.impact === "critical")
+		.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map(n => n.target.join(" "))}))}))`
+	type result struct {
+		Passes     int            `json:"passes"`
+		Violations []axeViolation `json:"violations"`
+	}
+	found, err := chromedp.Run(ctx, chromedp.Evaluate[result](run, chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.t.Fatalf("%s, %s: run axe-core: %v", b.name, step, err)
+	}
+	if found.Passes == 0 {
+		b.t.Errorf("%s, %s: axe-core checked nothing on the page", b.name, step)
+	}
+	for _, v := range found.Violations {
+		b.t.Errorf("%s, %s (%s): accessibility %s violation %s: %s at %v", b.name, step, b.location(), v.Impact, v.ID, v.Help, v.Nodes)
+	}
+}
+
+// waitText polls the page until its main content shows want, for up to
+// 15 seconds. A page being replaced by a navigation is polled again.
+func (b *browser) waitText(ctx context.Context, want string) bool {
+	q, _ := json.Marshal(want)
+	expr := fmt.Sprintf(`document.readyState === "complete" && document.querySelector("main") !== null && document.querySelector("main").innerText.includes(%s)`, q)
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr)); err == nil && ok {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
+func (b *browser) shot(step string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Errorf("screenshot of %s: %v", step, err)
+		return
+	}
+	*b.step++
+	name := fmt.Sprintf("%02d-%s-%s.png", *b.step, b.name, step)
+	if err := os.WriteFile(filepath.Join(b.shots, name), png, 0o644); err != nil {
+		b.t.Errorf("save screenshot: %v", err)
+	}
+}
+
+func (b *browser) mainText() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	s, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+	return s
+}
+
+func (b *browser) value(sel string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("%s: read %s: %v", b.name, sel, err)
+	}
+	return v
+}
+
+func (b *browser) location() string {
+	u, _ := chromedp.Run(b.ctx, chromedp.Location())
+	return u
+}
+
+// signUp fills the sign-up form of the page the browser is on.
+func signUpActions(email string) []chromedp.Action[chromedp.Void] {
+	return []chromedp.Action[chromedp.Void]{
+		chromedp.WaitVisible(chromedp.CSS(`#email`)),
+		chromedp.SendKeys(chromedp.CSS(`#email`), email),
+		chromedp.SendKeys(chromedp.CSS(`#password`), "correct horse battery"),
+		chromedp.Click(chromedp.CSS(`main form button[type=submit]`)),
+	}
+}
+
+func submit(form string) chromedp.Action[chromedp.Void] {
+	return chromedp.Click(chromedp.CSS(form + ` button[type=submit]`))
+}
+
+// colorScheme makes the page see prefers-color-scheme as scheme.
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+		return err
+	})
+}
+
+// fitsWidth fails the test when the page scrolls sideways: a phone must
+// read it without panning.
+func (b *browser) fitsWidth(step string) {
+	b.t.Helper()
+	fits, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`))
+	if err != nil || !fits {
+		b.t.Errorf("%s, %s: the page is wider than the screen (%v)", b.name, step, err)
+	}
+}
+
+var uuidIn = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// TestBrowserJourney walks parlor.md §4 in a real browser against the
+// real binary: the customer journey, then the operator's reconciliation.
+// Screenshots of every step are kept in the test's artifact directory
+// (go test -artifacts keeps them; otherwise they go with the test).
+func TestBrowserJourney(t *testing.T) {
+	exe := findBrowser(t)
+	dataDir, base := startDevForBrowser(t)
+	shots := t.ArtifactDir()
+	step := 0
+	axeScript, err := os.ReadFile(filepath.Join("testdata", "axe-core", "axe.min.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	axe := string(axeScript)
+	t.Logf("screenshots: %s", shots)
+
+	owner := newBrowser(t, exe, "owner", base, shots, axe, &step)
+	owner.do("landing", []string{"Your software, licensed and delivered"}, chromedp.Navigate(base+"/"))
+	owner.do("signin-form", []string{"Sign in", "New here?"}, chromedp.Navigate(base+"/signin"))
+	owner.do("signup-form", []string{"Create your account"}, chromedp.Click(chromedp.CSS(`main a[href^="/signup"]`)))
+	owner.do("signup", []string{"Your accounts", "owner@example.com"}, signUpActions("owner@example.com")...)
+	owner.do("create-team", []string{"The team account was created.", "Acme Rockets"},
+		chromedp.SendKeys(chromedp.CSS(`#name`), "Acme Rockets"),
+		submit(`form[action="/app/accounts"]`))
+	team := uuidIn.FindString(owner.location())
+	if team == "" {
+		t.Fatalf("the team page's address has no account id: %s", owner.location())
+	}
+	owner.do("invite", []string{"Invitation for member@example.com", "shown only now"},
+		chromedp.SendKeys(chromedp.CSS(`#invite-email`), "member@example.com"),
+		submit(`form[action$="/invitations"]`))
+	link := owner.value(`#invite-link`)
+	if !strings.HasPrefix(link, base+"/invitations/accept?token=") {
+		t.Fatalf("invitation link = %q, want one on %s", link, base)
+	}
+
+	member := newBrowser(t, exe, "member", base, shots, axe, &step)
+	member.do("open-invitation", []string{"To accept this invitation, sign in"}, chromedp.Navigate(link))
+	member.do("signup-form-from-invitation", []string{"Create your account"},
+		chromedp.Click(chromedp.CSS(`main a[href^="/signup?next="]`)))
+	member.do("signup-from-invitation", []string{"signed in as member@example.com"}, signUpActions("member@example.com")...)
+	member.do("accept", []string{"You joined the account.", "member@example.com (you)", "Acme Rockets"},
+		submit(`form[action="/invitations/accept"]`))
+
+	owner.do("members", []string{"member@example.com", "member"}, chromedp.Navigate(base+"/app/accounts/"+team))
+	owner.do("entitlements", []string{"holds no entitlement yet", "Claim the kit"},
+		chromedp.Navigate(base+"/app/accounts/"+team+"/entitlements"))
+	owner.do("claim-kit", []string{"The kit is yours", "kit"}, submit(`form[action$="/claim"]`))
+
+	operator := newBrowser(t, exe, "operator", base, shots, axe, &step)
+	operator.do("operator-signup-form", []string{"Create your account"}, chromedp.Navigate(base+"/signup"))
+	operator.do("operator-signup", []string{"Your accounts"}, signUpActions("operator@example.com")...)
+	e2e.MustRun(t, e2e.Env{"DATABASE_URL": "sqlite:" + filepath.Join(dataDir, "identity.db")},
+		"identity", "staff", "add", "operator@example.com")
+	operator.do("console", []string{"Operator console", "Staff directory"}, chromedp.Navigate(base+"/operator"))
+	operator.do("directory", []string{"owner@example.com"},
+		chromedp.Navigate(base+"/operator/users"),
+		chromedp.SendKeys(chromedp.CSS(`#query`), "owner@"),
+		submit(`form[action="/operator/users"]`))
+	operator.do("grant-form", []string{"Before granting: read the payment"}, chromedp.Navigate(base+"/operator/grant"))
+	operator.do("grant-rows", []string{"2. The account's rows now", "kit", "claim"},
+		chromedp.SendKeys(chromedp.CSS(`#lookup`), team),
+		submit(`form[action="/operator/grant"][method="get"]`))
+	grantPlatform := []chromedp.Action[chromedp.Void]{
+		chromedp.SetValue(chromedp.CSS(`#product`), "platform"),
+		chromedp.SendKeys(chromedp.CSS(`#reference`), "pi_3Kx9"),
+		submit(`form[action="/operator/grant"][method="post"]`),
+	}
+	operator.do("grant", []string{"The entitlement was granted.", "platform", "pi_3Kx9"}, grantPlatform...)
+
+	owner.do("downloads", []string{"Get a download capability"}, chromedp.Navigate(base+"/app/accounts/"+team+"/downloads"))
+	owner.do("download", []string{"Capability for platform", "Use it once, before"},
+		chromedp.SetValue(chromedp.CSS(`#artifact`), "platform"),
+		chromedp.SendKeys(chromedp.CSS(`#version_range`), "^1.0.0"),
+		submit(`form[action$="/downloads"]`))
+	if token := owner.value(`#capability`); len(token) < 20 {
+		t.Errorf("capability token %q is not shown", token)
+	}
+
+	// The reconciliation: a second payment for a product the account
+	// holds is a 409 explained, and the operator revokes and re-grants.
+	operator.do("duplicate", []string{"An active row exists: leave it, or revoke and re-grant."},
+		append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(base + "/operator/grant?account_id=" + team)}, grantPlatform...)...)
+	operator.do("revoke-confirm", []string{"Revoke entitlement #", "platform", "pi_3Kx9"},
+		chromedp.Click(chromedp.CSS(`.highlight a[href*="/revoke"]`)))
+	operator.do("revoked", []string{"The entitlement was revoked.", "revoked"},
+		submit(`form[action$="/revoke"]`))
+	operator.do("regrant", []string{"The entitlement was granted."},
+		append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(base + "/operator/grant?account_id=" + team)}, grantPlatform...)...)
+	operator.do("list", []string{"revoked", "active"},
+		chromedp.Navigate(base+"/operator/entitlements?account_id="+team+"&product=platform"))
+
+	// Dark, then at a phone's width: axe checks the contrast of each.
+	owner.do("dark", []string{"Get a download capability"},
+		colorScheme("dark"), chromedp.Navigate(base+"/app/accounts/"+team+"/downloads"))
+	owner.do("dark-members", []string{"Members"}, chromedp.Navigate(base+"/app/accounts/"+team))
+	owner.do("phone", []string{"Members", "member@example.com"},
+		chromedp.EmulateViewport(390, 844, chromedp.EmulatePortrait, chromedp.EmulateMobile),
+		chromedp.Navigate(base+"/app/accounts/"+team))
+	owner.fitsWidth("phone")
+	owner.do("phone-light", []string{"Entitlements"}, colorScheme("light"),
+		chromedp.Navigate(base+"/app/accounts/"+team+"/entitlements"))
+	owner.fitsWidth("phone-light")
+	owner.do("desktop", []string{"Your accounts"}, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/app"))
+
+	owner.do("releases", []string{"Releases"}, chromedp.Navigate(base+"/app/accounts/"+team+"/releases"))
+	owner.do("activity", []string{"Activity"}, chromedp.Navigate(base+"/app/accounts/"+team+"/activity"))
+	operator.do("releases-console", []string{"Publish a release"}, chromedp.Navigate(base+"/operator/releases"))
+	owner.do("signout", []string{"Your software, licensed and delivered"}, submit(`form[action="/signout"]`))
+	owner.do("signed-out", []string{"Sign in"}, chromedp.Navigate(base+"/app"))
+}

@@ -1,0 +1,391 @@
+package parlor
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// products are the four products, in the order pages offer them.
+var products = []string{"kit", "platform", "identity", "courier"}
+
+// roleRank orders roles as identity's minimum-role checks do.
+var roleRank = map[string]int{"member": 1, "admin": 2, "owner": 3}
+
+// accountsData is the accounts page's content.
+type accountsData struct{ Accounts []Account }
+
+func (s *server) accounts(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.renderAccounts(w, r, sess, &page{Notice: notice(r)}, http.StatusOK)
+}
+
+func (s *server) renderAccounts(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int) {
+	list, err := s.api.Accounts(r.Context(), sess.Token)
+	if err != nil {
+		s.fail(w, r, &sess.Me, err)
+		return
+	}
+	p.Title, p.User, p.Data = "Your accounts", &sess.Me, accountsData{Accounts: list}
+	s.render(w, r, status, "accounts", p)
+}
+
+func (s *server) createAccount(w http.ResponseWriter, r *http.Request, sess *session) {
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	a, err := s.api.CreateAccount(r.Context(), sess.Token, name)
+	if err != nil {
+		p := &page{Form: map[string]string{"name": name}}
+		status := formFailure(p, err)
+		if CodeOf(err) == "conflict" {
+			p.Errors["name"] = "An account with a name like this already exists (names that differ only in case or punctuation collide). Choose another name."
+			p.Error = "Please correct the fields marked below."
+		}
+		if status == http.StatusServiceUnavailable {
+			s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+			return
+		}
+		s.renderAccounts(w, r, sess, p, status)
+		return
+	}
+	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(a.ID)+"?done=created", http.StatusSeeOther)
+}
+
+// accountData is the account page's content.
+type accountData struct {
+	Members []Member
+	// Invitation is the one just created, with its token shown once.
+	Invitation *Invitation
+	InviteLink string
+	CanAdmin   bool
+	IsOwner    bool
+}
+
+// loadAccount reads the account of the path, answering the page itself
+// when it cannot (404 for a non-member, 503 when unavailable).
+func (s *server) loadAccount(w http.ResponseWriter, r *http.Request, sess *session) (*Account, bool) {
+	a, err := s.api.Account(r.Context(), sess.Token, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, &sess.Me, err)
+		return nil, false
+	}
+	return &a, true
+}
+
+// withAccount reads the path's account and, at the same time, the page's
+// own data: the page waits for one round trip instead of two. The
+// account's answer decides first (a non-member's 404), then the data's.
+func withAccount[T any](s *server, w http.ResponseWriter, r *http.Request, sess *session,
+	fetch func(ctx context.Context, token, id string) (T, error)) (*Account, T, bool) {
+	id := r.PathValue("id")
+	var (
+		data    T
+		dataErr error
+		wg      sync.WaitGroup
+	)
+	wg.Go(func() { data, dataErr = fetch(r.Context(), sess.Token, id) })
+	a, err := s.api.Account(r.Context(), sess.Token, id)
+	wg.Wait()
+	if err == nil {
+		err = dataErr
+	}
+	if err != nil {
+		s.fail(w, r, &sess.Me, err)
+		var zero T
+		return nil, zero, false
+	}
+	return &a, data, true
+}
+
+func (s *server) account(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.renderAccount(w, r, sess, &page{Notice: notice(r)}, http.StatusOK, nil)
+}
+
+func (s *server) renderAccount(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int, inv *Invitation) {
+	if status == http.StatusServiceUnavailable {
+		s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+		return
+	}
+	a, members, ok := withAccount(s, w, r, sess, s.api.Members)
+	if !ok {
+		return
+	}
+	d := accountData{Members: members, Invitation: inv,
+		CanAdmin: roleRank[a.Role] >= roleRank["admin"], IsOwner: a.Role == "owner"}
+	if inv != nil {
+		d.InviteLink = origin(r) + "/invitations/accept?token=" + url.QueryEscape(inv.Token)
+	}
+	p.Title, p.User, p.Account, p.Tab, p.Data = a.Name, &sess.Me, a, "members", d
+	s.render(w, r, status, "account", p)
+}
+
+// origin is this site's origin as the browser sees it. A browser names it
+// in the Origin header of every form it posts; the Host header is the
+// fallback for the rest.
+func origin(r *http.Request) string {
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		return o
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+func (s *server) renameAccount(w http.ResponseWriter, r *http.Request, sess *session) {
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	id := r.PathValue("id")
+	if err := s.api.RenameAccount(r.Context(), sess.Token, id, name); err != nil {
+		p := &page{Form: map[string]string{"name": name}}
+		status := formFailure(p, err)
+		if StatusOf(err) == http.StatusNotFound {
+			s.notFound(w, r, &sess.Me)
+			return
+		}
+		if CodeOf(err) == "conflict" {
+			p.Errors["name"] = "Another account already has a name like this. Choose another name."
+		}
+		s.renderAccount(w, r, sess, p, status, nil)
+		return
+	}
+	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"?done=renamed", http.StatusSeeOther)
+}
+
+func (s *server) deleteAccount(w http.ResponseWriter, r *http.Request, sess *session) {
+	id := r.PathValue("id")
+	if r.PostFormValue("confirm") != "yes" {
+		// Nothing is undone after a delete, so it takes a deliberate tick.
+		p := &page{Error: "Please correct the fields marked below.",
+			Errors: map[string]string{"confirm": "Tick the box to confirm that the account and everything in it go for good."}}
+		s.renderAccount(w, r, sess, p, http.StatusUnprocessableEntity, nil)
+		return
+	}
+	if err := s.api.DeleteAccount(r.Context(), sess.Token, id); err != nil {
+		if StatusOf(err) == http.StatusNotFound {
+			s.notFound(w, r, &sess.Me)
+			return
+		}
+		p := &page{}
+		status := formFailure(p, err)
+		if StatusOf(err) == http.StatusForbidden {
+			p.Error = "Only an owner can delete an account."
+		}
+		s.renderAccount(w, r, sess, p, status, nil)
+		return
+	}
+	http.Redirect(w, r, "/app?done=deleted", http.StatusSeeOther)
+}
+
+func (s *server) invite(w http.ResponseWriter, r *http.Request, sess *session) {
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	role := r.PostFormValue("role")
+	inv, err := s.api.Invite(r.Context(), sess.Token, r.PathValue("id"), email, role)
+	if err != nil {
+		if StatusOf(err) == http.StatusNotFound {
+			s.notFound(w, r, &sess.Me)
+			return
+		}
+		p := &page{Form: map[string]string{"email": email, "role": role}}
+		status := formFailure(p, err)
+		if StatusOf(err) == http.StatusForbidden {
+			p.Error = "Only an admin or an owner can invite."
+		}
+		s.renderAccount(w, r, sess, p, status, nil)
+		return
+	}
+	// Rendered, not redirected: the token is shown this once and is
+	// nowhere to be read again.
+	s.renderAccount(w, r, sess, &page{Notice: "The invitation was created. Send its link to " + inv.Email + "; it is shown only now."},
+		http.StatusOK, &inv)
+}
+
+func (s *server) changeRole(w http.ResponseWriter, r *http.Request, sess *session) {
+	id, user := r.PathValue("id"), r.PathValue("user")
+	if err := s.api.ChangeRole(r.Context(), sess.Token, id, user, r.PostFormValue("role")); err != nil {
+		s.memberFailure(w, r, sess, err)
+		return
+	}
+	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"?done=role", http.StatusSeeOther)
+}
+
+func (s *server) removeMember(w http.ResponseWriter, r *http.Request, sess *session) {
+	id, user := r.PathValue("id"), r.PathValue("user")
+	if err := s.api.RemoveMember(r.Context(), sess.Token, id, user); err != nil {
+		s.memberFailure(w, r, sess, err)
+		return
+	}
+	if user == sess.Me.ID {
+		http.Redirect(w, r, "/app?done=removed", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"?done=removed", http.StatusSeeOther)
+}
+
+// memberFailure explains a refused role change or removal above the
+// member list, with the role rules in words.
+func (s *server) memberFailure(w http.ResponseWriter, r *http.Request, sess *session, err error) {
+	p := &page{}
+	status := formFailure(p, err)
+	switch {
+	case StatusOf(err) == http.StatusNotFound:
+		p.Error = "That person is not a member of this account (any more)."
+	case StatusOf(err) == http.StatusForbidden && CodeOf(err) == "forbidden":
+		p.Error = sentence(err) + " Owners change roles; admins remove members but not owners."
+	}
+	for _, f := range []string{"role", "user_id"} {
+		if msg, ok := p.Errors[f]; ok {
+			p.Error = msg
+		}
+	}
+	s.renderAccount(w, r, sess, p, status, nil)
+}
+
+// entitlementsData is the entitlements page's content.
+type entitlementsData struct {
+	Entitlements []CustomerEntitlement
+	HasKit       bool
+}
+
+func (s *server) entitlements(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.renderEntitlements(w, r, sess, &page{Notice: notice(r)}, http.StatusOK)
+}
+
+func (s *server) renderEntitlements(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int) {
+	a, list, ok := withAccount(s, w, r, sess, s.api.Entitlements)
+	if !ok {
+		return
+	}
+	d := entitlementsData{Entitlements: list}
+	for _, e := range list {
+		if e.Product == "kit" && e.Status == "active" {
+			d.HasKit = true
+		}
+	}
+	p.Title, p.User, p.Account, p.Tab, p.Data = "Entitlements · "+a.Name, &sess.Me, a, "entitlements", d
+	s.render(w, r, status, "entitlements", p)
+}
+
+func (s *server) claim(w http.ResponseWriter, r *http.Request, sess *session) {
+	id := r.PathValue("id")
+	if err := s.api.Claim(r.Context(), sess.Token, id); err != nil {
+		if StatusOf(err) == http.StatusNotFound {
+			s.notFound(w, r, &sess.Me)
+			return
+		}
+		p := &page{}
+		status := formFailure(p, err)
+		if status == http.StatusServiceUnavailable {
+			s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+			return
+		}
+		s.renderEntitlements(w, r, sess, p, status)
+		return
+	}
+	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"/entitlements?done=claimed", http.StatusSeeOther)
+}
+
+// releasesData is the releases page's content.
+type releasesData struct{ Releases []Release }
+
+func (s *server) releases(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.renderReleases(w, r, sess, &page{Notice: notice(r)}, http.StatusOK)
+}
+
+func (s *server) renderReleases(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int) {
+	a, list, ok := withAccount(s, w, r, sess, s.api.AccountReleases)
+	if !ok {
+		return
+	}
+	p.Title, p.User, p.Account, p.Tab, p.Data = "Releases · "+a.Name, &sess.Me, a, "releases", releasesData{Releases: list}
+	s.render(w, r, status, "releases", p)
+}
+
+func (s *server) approve(w http.ResponseWriter, r *http.Request, sess *session) {
+	id := r.PathValue("id")
+	rel, err := strconv.ParseInt(r.PostFormValue("release_id"), 10, 64)
+	if err != nil || rel < 1 {
+		s.renderReleases(w, r, sess, &page{Error: "Choose a release to approve."}, http.StatusUnprocessableEntity)
+		return
+	}
+	if err := s.api.Approve(r.Context(), sess.Token, id, rel); err != nil {
+		if StatusOf(err) == http.StatusNotFound && CodeOf(err) == "not_found" {
+			p := &page{Error: "That release does not exist, or this account cannot see it."}
+			s.renderReleases(w, r, sess, p, http.StatusNotFound)
+			return
+		}
+		p := &page{}
+		status := formFailure(p, err)
+		if status == http.StatusServiceUnavailable {
+			s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+			return
+		}
+		s.renderReleases(w, r, sess, p, status)
+		return
+	}
+	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"/releases?done=approved", http.StatusSeeOther)
+}
+
+// activityData is the audit timeline's content.
+type activityData struct{ Events []AuditEvent }
+
+func (s *server) activity(w http.ResponseWriter, r *http.Request, sess *session) {
+	a, events, ok := withAccount(s, w, r, sess, s.api.Timeline)
+	if !ok {
+		return
+	}
+	s.render(w, r, http.StatusOK, "activity", &page{Title: "Activity · " + a.Name, User: &sess.Me, Account: a,
+		Tab: "activity", Data: activityData{Events: events}})
+}
+
+// downloadsData is the downloads page's content.
+type downloadsData struct {
+	Products   []string
+	Capability *Capability
+}
+
+func (s *server) downloads(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.renderDownloads(w, r, sess, &page{Form: map[string]string{"artifact": "platform"}}, http.StatusOK, nil)
+}
+
+func (s *server) renderDownloads(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int, c *Capability) {
+	a, ok := s.loadAccount(w, r, sess)
+	if !ok {
+		return
+	}
+	p.Title, p.User, p.Account, p.Tab = "Downloads · "+a.Name, &sess.Me, a, "downloads"
+	p.Data = downloadsData{Products: products, Capability: c}
+	s.render(w, r, status, "downloads", p)
+}
+
+func (s *server) fetch(w http.ResponseWriter, r *http.Request, sess *session) {
+	artifact := r.PostFormValue("artifact")
+	rng := strings.TrimSpace(r.PostFormValue("version_range"))
+	form := map[string]string{"artifact": artifact, "version_range": rng}
+	c, err := s.api.Fetch(r.Context(), sess.Token, r.PathValue("id"), artifact, rng)
+	if err != nil {
+		if StatusOf(err) == http.StatusNotFound {
+			s.notFound(w, r, &sess.Me)
+			return
+		}
+		p := &page{Form: form}
+		status := formFailure(p, err)
+		switch CodeOf(err) {
+		case "entitlement_required":
+			p.Errors["artifact"] = "This account holds no active entitlement for " + artifact + "."
+			p.Error = "Please correct the fields marked below."
+		case "version_not_granted":
+			p.Errors["version_range"] = sentence(err)
+			p.Error = "Please correct the fields marked below."
+		}
+		if status == http.StatusServiceUnavailable {
+			s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+			return
+		}
+		s.renderDownloads(w, r, sess, p, status, nil)
+		return
+	}
+	s.renderDownloads(w, r, sess, &page{Form: form,
+		Notice: "Your download capability is ready. It can be used once, before it expires."}, http.StatusOK, &c)
+}

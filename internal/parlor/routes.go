@@ -1,0 +1,99 @@
+package parlor
+
+import (
+	"context"
+	"io/fs"
+	"net/http"
+
+	"github.com/platformco/platform/internal/httpx"
+)
+
+// New returns parlor's handler: every page, the embedded static files and
+// the probes, behind the security headers and cross-origin protection of
+// every state-changing form.
+func New(d Deps) (http.Handler, error) {
+	s, err := newServer(d)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", httpx.Healthz())
+	mux.Handle("GET /readyz", httpx.Readyz(func(context.Context) httpx.Readiness {
+		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
+	}))
+	static, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(static)))
+
+	mux.HandleFunc("GET /{$}", s.landing)
+	mux.HandleFunc("GET /signup", s.signupForm)
+	mux.HandleFunc("POST /signup", s.signup)
+	mux.HandleFunc("GET /signin", s.signinForm)
+	mux.HandleFunc("POST /signin", s.signin)
+	mux.HandleFunc("POST /signout", s.signout)
+	mux.HandleFunc("GET /invitations/accept", s.invitationForm)
+	mux.Handle("POST /invitations/accept", s.authed(s.acceptInvitation))
+
+	mux.Handle("GET /app", s.authed(s.accounts))
+	mux.Handle("POST /app/accounts", s.authed(s.createAccount))
+	mux.Handle("GET /app/accounts/{id}", s.authed(s.account))
+	mux.Handle("POST /app/accounts/{id}/rename", s.authed(s.renameAccount))
+	mux.Handle("POST /app/accounts/{id}/delete", s.authed(s.deleteAccount))
+	mux.Handle("POST /app/accounts/{id}/invitations", s.authed(s.invite))
+	mux.Handle("POST /app/accounts/{id}/members/{user}/role", s.authed(s.changeRole))
+	mux.Handle("POST /app/accounts/{id}/members/{user}/remove", s.authed(s.removeMember))
+	mux.Handle("GET /app/accounts/{id}/entitlements", s.authed(s.entitlements))
+	mux.Handle("POST /app/accounts/{id}/claim", s.authed(s.claim))
+	mux.Handle("GET /app/accounts/{id}/releases", s.authed(s.releases))
+	mux.Handle("POST /app/accounts/{id}/approvals", s.authed(s.approve))
+	mux.Handle("GET /app/accounts/{id}/activity", s.authed(s.activity))
+	mux.Handle("GET /app/accounts/{id}/downloads", s.authed(s.downloads))
+	mux.Handle("POST /app/accounts/{id}/downloads", s.authed(s.fetch))
+
+	mux.Handle("GET /operator", s.staffOnly(s.operatorHome))
+	mux.Handle("GET /operator/users", s.staffOnly(s.operatorUsers))
+	mux.Handle("GET /operator/entitlements", s.staffOnly(s.operatorEntitlements))
+	mux.Handle("GET /operator/grant", s.staffOnly(s.grantForm))
+	mux.Handle("POST /operator/grant", s.staffOnly(s.grant))
+	mux.Handle("GET /operator/entitlements/{eid}/revoke", s.staffOnly(s.revokeForm))
+	mux.Handle("POST /operator/entitlements/{eid}/revoke", s.staffOnly(s.revoke))
+	mux.Handle("GET /operator/releases", s.staffOnly(s.operatorReleases))
+	mux.Handle("POST /operator/releases", s.staffOnly(s.publish))
+	// Anything else under /operator is the same 404 for everyone who is
+	// not staff, and a plain 404 for staff.
+	mux.Handle("/operator/", s.staffOnly(func(w http.ResponseWriter, r *http.Request, sess *session) {
+		s.notFound(w, r, &sess.Me)
+	}))
+
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.notFound(w, r, nil) })
+
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.render(w, r, http.StatusForbidden, "error", &page{Title: "Refused",
+			Error: "This form was sent from another site, so it was refused. Open the page here and send it again."})
+	}))
+	return httpx.Chain(mux,
+		httpx.Observe(d.Logger, func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+		}),
+		secureHeaders,
+		cop.Handler,
+		s.readForm,
+	), nil
+}
+
+// staticFiles serves the embedded assets. They change only with the
+// binary, so a browser may keep them for an hour.
+func staticFiles(fsys fs.FS) http.Handler {
+	files := http.FileServerFS(fsys)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || r.URL.Path[len(r.URL.Path)-1] == '/' {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		files.ServeHTTP(w, r)
+	})
+}

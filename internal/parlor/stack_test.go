@@ -1,0 +1,281 @@
+package parlor_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/platformco/platform/internal/box/boxcmd"
+	"github.com/platformco/platform/internal/cli"
+	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/gateway/gatewaycmd"
+	"github.com/platformco/platform/internal/identity/identitycmd"
+	"github.com/platformco/platform/internal/parlor"
+)
+
+// stack is the real platform behind parlor: identity, box and the gateway
+// on SQLite in a temporary directory, each on its own loopback port.
+type stack struct {
+	GatewayURL string
+	IdentityDB string
+}
+
+func listen(t testing.TB) (net.Listener, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln, "http://" + ln.Addr().String()
+}
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// startStack starts the platform and waits until the gateway is ready.
+func startStack(t testing.TB) *stack {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	identityDB := "sqlite:" + filepath.Join(dir, "identity.db")
+	boxDB := "sqlite:" + filepath.Join(dir, "box.db")
+	quiet := cli.Env{Getenv: envOf(nil), Stdout: io.Discard, Stderr: io.Discard}
+	if err := identitycmd.Migrate(ctx, identityDB, quiet); err != nil {
+		t.Fatal(err)
+	}
+	if err := boxcmd.Migrate(ctx, boxDB); err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	idLn, idURL := listen(t)
+	boxLn, boxURL := listen(t)
+	gwLn, gwURL := listen(t)
+	var (
+		idCfg  identitycmd.Config
+		boxCfg boxcmd.Config
+	)
+	if err := config.Load(ctx, envOf(map[string]string{
+		"DATABASE_URL": identityDB, "IDENTITY_MASTER_KEY": base64.StdEncoding.EncodeToString(key),
+		"IDENTITY_ISSUER": idURL,
+	}), &idCfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := config.Load(ctx, envOf(map[string]string{"DATABASE_URL": boxDB, "BOX_IDENTITY_URL": idURL,
+		"BOX_MASTER_KEY": base64.StdEncoding.EncodeToString(key)}), &boxCfg); err != nil {
+		t.Fatal(err)
+	}
+	gwCfg, err := gatewaycmd.LoadConfig(envOf(map[string]string{
+		"IDENTITY_URL": idURL, "IDENTITY_ISSUER": idURL, "BOX_URL": boxURL,
+		// Every test request reaches the gateway from parlor's one address.
+		"GATEWAY_RATE_LIMIT": "100000",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	var wg sync.WaitGroup
+	for _, serve := range []func() error{
+		func() error { return identitycmd.Serve(ctx, idCfg, logger, idLn) },
+		func() error { return boxcmd.Serve(ctx, boxCfg, logger, boxLn) },
+		func() error { return gatewaycmd.Serve(ctx, gwCfg, logger, gwLn) },
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := serve(); err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("serve: %v", err)
+			}
+		}()
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(gwURL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway did not become ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return &stack{GatewayURL: gwURL, IdentityDB: identityDB}
+}
+
+// makeStaff marks email as staff, as `platform identity staff add` does.
+func (s *stack) makeStaff(t *testing.T, email string) {
+	t.Helper()
+	env := cli.Env{Getenv: envOf(map[string]string{"DATABASE_URL": s.IdentityDB}), Stdout: io.Discard, Stderr: io.Discard}
+	if err := identitycmd.Run(context.Background(), []string{"staff", "add", email}, env); err != nil {
+		t.Fatalf("staff add %s: %v", email, err)
+	}
+}
+
+// startParlor serves parlor against apiURL.
+func startParlor(t testing.TB, apiURL string) string {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h, err := parlor.New(parlor.Deps{API: parlor.NewClient(apiURL, 5*time.Second), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// testLog writes parlor's warnings into the test's log.
+type testLog struct{ t testing.TB }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// visitor is a browser as far as parlor can tell: it keeps the session
+// cookie (by hand: the cookie is Secure and the test server is plain
+// HTTP), sends forms the way a browser does, and does not follow
+// redirects, so tests see them.
+type visitor struct {
+	t      *testing.T
+	base   string
+	cookie string
+	client *http.Client
+}
+
+func newVisitor(t *testing.T, base string) *visitor {
+	return &visitor{t: t, base: base, client: &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+type answer struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+func (a answer) location() string { return a.Header.Get("Location") }
+
+func (v *visitor) get(path string) answer {
+	v.t.Helper()
+	req, err := http.NewRequest("GET", v.base+path, nil)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	return v.send(req)
+}
+
+// post sends a same-origin form, as a browser does from parlor's page.
+func (v *visitor) post(path string, form url.Values) answer {
+	v.t.Helper()
+	req, err := http.NewRequest("POST", v.base+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Origin", v.base)
+	return v.send(req)
+}
+
+func (v *visitor) send(req *http.Request) answer {
+	v.t.Helper()
+	if v.cookie != "" {
+		req.AddCookie(&http.Cookie{Name: parlor.CookieName, Value: v.cookie})
+	}
+	resp, err := v.client.Do(req)
+	if err != nil {
+		v.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, c := range resp.Cookies() {
+		if c.Name == parlor.CookieName {
+			v.cookie = c.Value
+			if c.MaxAge < 0 {
+				v.cookie = ""
+			}
+		}
+	}
+	return answer{Status: resp.StatusCode, Header: resp.Header, Body: string(body)}
+}
+
+// expect fails unless the answer has status and its page shows every
+// one of texts (as the page's text, tags removed).
+func (a answer) expect(t *testing.T, status int, texts ...string) answer {
+	t.Helper()
+	if a.Status != status {
+		t.Fatalf("status = %d, want %d\n%s", a.Status, status, visibleText(a.Body))
+	}
+	if inlineCode.MatchString(a.Body) {
+		t.Errorf("the page has inline script or style, which the policy blocks:\n%s", inlineCode.FindString(a.Body))
+	}
+	page := visibleText(a.Body)
+	for _, want := range texts {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not show %q:\n%s", want, page)
+		}
+	}
+	return a
+}
+
+var (
+	// inlineCode is inline script, an event handler attribute or a style
+	// attribute: the Content-Security-Policy blocks all three.
+	inlineCode = regexp.MustCompile(`<script(?:[^>]*)>\s*[^<\s]|\son[a-z]+=|\sstyle=`)
+	tags       = regexp.MustCompile(`(?s)<[^>]*>`)
+	spaces     = regexp.MustCompile(`\s+`)
+)
+
+// visibleText is a page's text as a reader sees it, roughly: tags gone,
+// entities decoded, white space collapsed.
+func visibleText(html string) string {
+	s := tags.ReplaceAllString(html, " ")
+	s = strings.NewReplacer("&#39;", "'", "&quot;", `"`, "&lt;", "<", "&gt;", ">", "&amp;", "&", "&#34;", `"`).Replace(s)
+	return strings.TrimSpace(spaces.ReplaceAllString(s, " "))
+}
+
+// signUp registers email through parlor's form and keeps the session.
+func (v *visitor) signUp(email string) {
+	v.t.Helper()
+	a := v.post("/signup", url.Values{"email": {email}, "password": {"correct horse battery"}})
+	if a.Status != http.StatusSeeOther || v.cookie == "" {
+		v.t.Fatalf("sign up %s: status %d, cookie %t\n%s", email, a.Status, v.cookie != "", visibleText(a.Body))
+	}
+}
+
+var idInPath = regexp.MustCompile(`/app/accounts/([0-9a-f-]{36})`)
+
+// accountIDFrom is the account id in a redirect to an account's page.
+func accountIDFrom(t *testing.T, location string) string {
+	t.Helper()
+	m := idInPath.FindStringSubmatch(location)
+	if m == nil {
+		t.Fatalf("no account id in %q", location)
+	}
+	return m[1]
+}
+
+func uniqueEmail(name string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%x@example.com", name, b)
+}
