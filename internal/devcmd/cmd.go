@@ -140,7 +140,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		}
 		return err
 	}
-	defer reg.Stop()
+	defer func() { _ = reg.Stop() }()
 
 	natsURL, stopNATS, err := embeddednats.Start(ctx, dir)
 	if err != nil {

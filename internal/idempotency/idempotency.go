@@ -263,7 +263,7 @@ func (s *Store) wrap(scope func(r *http.Request) string, fail Failure, h http.Ha
 // would let anyone with the database guess at.
 func (s *Store) identify(caller, method, path string, body []byte) (fingerprint, scope string) {
 	mac := hmac.New(sha256.New, s.digest)
-	io.WriteString(mac, "fingerprint\x00"+method+" "+path+"\n")
+	_, _ = io.WriteString(mac, "fingerprint\x00"+method+" "+path+"\n")
 	mac.Write(body)
 	fingerprint = hex.EncodeToString(mac.Sum(nil))
 	if caller == "" {
@@ -295,7 +295,7 @@ type sealer struct {
 // other.
 func (s *Store) derive(key, scope string) (string, sealer) {
 	mac := hmac.New(sha256.New, s.digest)
-	io.WriteString(mac, "key\x00"+key)
+	_, _ = io.WriteString(mac, "key\x00"+key)
 	d := hex.EncodeToString(mac.Sum(nil))
 	k := make([]byte, 32)
 	if _, err := io.ReadFull(hkdf.New(sha256.New, s.secret, nil, []byte("platform idempotency body seal\x00"+key)), k); err != nil {

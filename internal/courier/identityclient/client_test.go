@@ -76,7 +76,9 @@ func TestFailsClosed(t *testing.T) {
 	}{
 		{"Unauthorized", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(401) }, courier.CodeUnauthorized},
 		{"ServerError", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }, courier.CodeUnavailable},
-		{"Redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "https://example.com/login", 302) }, courier.CodeUnavailable},
+		{"Redirect", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "https://example.com/login", http.StatusFound)
+		}, courier.CodeUnavailable},
 		{"Malformed", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"id":`) }, courier.CodeUnavailable},
 		{"OtherUser", func(w http.ResponseWriter, _ *http.Request) {
 			io.WriteString(w, `{"id":"11111111-1111-4111-8111-111111111111","email":"eve@example.com","role":"owner"}`)

@@ -73,7 +73,7 @@ func Start(t testing.TB) *Server {
 
 func serveOn(t testing.TB, ln net.Listener) *Server {
 	s := newServer(ln)
-	go s.srv.Serve(ln)
+	go func() { _ = s.srv.Serve(ln) }()
 	t.Cleanup(func() {
 		s.Release()
 		s.srv.Close()
@@ -252,7 +252,7 @@ func StartTLS(t testing.TB) (*Server, *x509.CertPool) {
 	}
 	s := newServer(ln)
 	s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
-	go s.srv.Serve(ln)
+	go func() { _ = s.srv.Serve(ln) }()
 	t.Cleanup(func() {
 		s.Release()
 		s.srv.Close()

@@ -41,26 +41,3 @@ func (t *timeValue) parse(s string) error {
 	}
 	return fmt.Errorf("timestamp: unreadable value %q", s)
 }
-
-// nullTime is a nullable timeValue.
-type nullTime struct {
-	t     timeValue
-	valid bool
-}
-
-func (n *nullTime) Scan(src any) error {
-	if src == nil {
-		n.valid = false
-		return nil
-	}
-	n.valid = true
-	return n.t.Scan(src)
-}
-
-func (n nullTime) ptr() *time.Time {
-	if !n.valid {
-		return nil
-	}
-	t := time.Time(n.t)
-	return &t
-}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -156,8 +155,8 @@ func runCheck(args []string, env cli.Env) error {
 		return cli.Usagef("events check: unexpected argument %q", flags.Arg(0))
 	}
 	var (
-		fsys fs.FS = schemas.Events()
-		root       = "the schemas built into this binary"
+		fsys = schemas.Events()
+		root = "the schemas built into this binary"
 	)
 	if *dir != "" {
 		located, err := events.LocateSchemas(*dir)
