@@ -56,7 +56,7 @@ func startDeliveryStack(t *testing.T) *deliveryStack {
 		"DATABASE_URL": courierDB, "COURIER_ENV": "development", "COURIER_MAIL_ADAPTER": "local",
 		"COURIER_LOCAL_DIR": filepath.Join(dir, "mail"), "COURIER_MAIL_FROM": "Platform <no-reply@example.com>",
 		"COURIER_SECRET_BOX_KEY": base64.StdEncoding.EncodeToString(key),
-		"IDENTITY_ISSUER": p.IdentityURL, "COURIER_IDENTITY_URL": p.IdentityURL,
+		"IDENTITY_ISSUER":        p.IdentityURL, "COURIER_IDENTITY_URL": p.IdentityURL,
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestWebhookEndpoints(t *testing.T) {
 		outsider := newVisitor(t, base)
 		outsider.signUp(uniqueEmail("outsider"))
 		outsider.get(hooks).expect(t, http.StatusNotFound, "nothing here")
-		outsider.get("/app/accounts/" + team + "/pulls").expect(t, http.StatusNotFound)
+		outsider.get("/app/accounts/"+team+"/pulls").expect(t, http.StatusNotFound)
 	})
 
 	created := owner.post(hooks, url.Values{"url": {"http://127.0.0.1:9/hook"}, "description": {"CI"},
@@ -203,7 +203,7 @@ func TestWebhookEndpoints(t *testing.T) {
 	})
 	t.Run("DeliveryLog", func(t *testing.T) {
 		owner.get(ep+"/deliveries").expect(t, http.StatusOK, "Delivery log of http://127.0.0.1:9/hook", "Nothing has been delivered")
-		owner.get(hooks + "/00000000-0000-0000-0000-000000000000/deliveries").expect(t, http.StatusNotFound, "nothing here")
+		owner.get(hooks+"/00000000-0000-0000-0000-000000000000/deliveries").expect(t, http.StatusNotFound, "nothing here")
 		owner.post(ep+"/deliveries/00000000-0000-0000-0000-000000000000/retry", nil).expect(t, http.StatusNotFound, "nothing here")
 	})
 	t.Run("ErrDeleteNeedsConfirmation", func(t *testing.T) {
