@@ -398,7 +398,7 @@ func TestBrowserJourney(t *testing.T) {
 	host := strings.TrimPrefix(base, "http://")
 	owner.do("registry-login", []string{"Registry login for platform", host, "Password (shown only now)"},
 		submit(`form[action$="/downloads/exchange"]`))
-	if got, want := owner.value(`#cmd-pull`), "docker pull "+host+"/platform:1.0.0"; got != want {
+	if got, want := owner.text(`#cmd-pull`), "docker pull "+host+"/platform:1.0.0"; got != want {
 		t.Errorf("the pull command is %q, want %q", got, want)
 	}
 	user, password := owner.text(`#username`), owner.value(`#registry-password`)
