@@ -351,6 +351,11 @@ func (s *server) exchange(w http.ResponseWriter, r *http.Request, sess *session)
 			Error: "Get a download capability first, then exchange it here."}, http.StatusUnprocessableEntity, nil)
 		return
 	}
+	// The account is read first: a page that cannot be shown must not
+	// spend the single-use capability on a password nobody sees.
+	if _, ok := s.loadAccount(w, r, sess); !ok {
+		return
+	}
 	cred, err := s.api.Exchange(r.Context(), capability)
 	if err != nil {
 		p := &page{Form: map[string]string{"artifact": "platform"}}

@@ -256,6 +256,12 @@ func TestDownloadEndsInAPull(t *testing.T) {
 	if cm == nil {
 		t.Fatalf("no exchange form:\n%s", visibleText(got.Body))
 	}
+	t.Run("ErrOutsiderKeepsTheCapabilityUnspent", func(t *testing.T) {
+		outsider := newVisitor(t, base)
+		outsider.signUp(uniqueEmail("outsider"))
+		outsider.post("/app/accounts/"+acct+"/downloads/exchange", url.Values{"capability": {cm[1]}}).
+			expect(t, http.StatusNotFound, "nothing here")
+	})
 	page := v.post("/app/accounts/"+acct+"/downloads/exchange", url.Values{"capability": {cm[1]}}).
 		expect(t, http.StatusCreated, "Registry login for platform", "Registry "+st.GatewayHost, "Expires", "^1.2.0", "shown only now")
 	for _, cmd := range []string{"docker login " + st.GatewayHost, "docker pull " + st.GatewayHost + "/platform:1.2.3",
