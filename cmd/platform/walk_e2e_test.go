@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
 	"github.com/platformco/platform/internal/e2e"
 	"github.com/platformco/platform/internal/logtest"
 	"github.com/platformco/platform/internal/testutil"
@@ -25,7 +29,7 @@ func TestReadmeWalk(t *testing.T) {
 			t.Skipf("the walk needs %s", tool)
 		}
 	}
-	for _, port := range []string{"8080", "8081", "8082"} {
+	for _, port := range []string{"8080", "8081", "8082", "8083", "8084", "8085", "8086"} {
 		ln, err := net.Listen("tcp", ":"+port)
 		if err != nil {
 			t.Skipf("port %s is taken (a platform dev already running?): %v", port, err)
@@ -40,6 +44,9 @@ func TestReadmeWalk(t *testing.T) {
 
 	bin := e2e.Binary(t)
 	dir := t.TempDir()
+	// The walk publishes platform.tar: the image tarball a release
+	// pipeline would build (docker save), here a small random one.
+	unit := writeImageTarball(t, filepath.Join(dir, "platform.tar"))
 	dev, devOut := startDev(t, bin, dir)
 	if !strings.Contains(devOut.String(), "identity staff add") {
 		t.Errorf("the banner does not say how to make a user staff:\n%s", devOut.String())
@@ -54,11 +61,13 @@ func TestReadmeWalk(t *testing.T) {
 		t.Fatalf("the README walk failed: %v\n%s\n--- platform dev ---\n%s", err, out, devOut)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if last := lines[len(lines)-1]; last != "410" {
-		t.Errorf("second redemption answered %s, want 410\n%s", last, out)
+	if last := lines[len(lines)-1]; last != unit {
+		t.Errorf("the pull through the gateway got the manifest %q, want the published %s\n%s", last, unit, out)
 	}
-	if !strings.Contains(string(out), `"artifact":"platform"`) {
-		t.Errorf("the redemption did not name the artifact:\n%s", out)
+	for _, want := range []string{`"secret":"whsec_`, "published release platform 1.2.3"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the walk's output lacks %q:\n%s", want, out)
+		}
 	}
 	key, err := os.ReadFile(filepath.Join(dir, "data", "master.key"))
 	if err != nil {
@@ -111,6 +120,28 @@ func stopDev(t *testing.T, dev *exec.Cmd) {
 		<-done
 		t.Errorf("platform dev did not stop on Ctrl-C")
 	}
+}
+
+// writeImageTarball writes a small random image as a tarball at path and
+// returns its manifest digest.
+func writeImageTarball(t *testing.T, path string) string {
+	t.Helper()
+	img, err := random.Image(2048, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag("platform:1.2.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tarball.WriteToFile(path, tag, img); err != nil {
+		t.Fatal(err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.String()
 }
 
 // walkScript returns the shell code blocks between the walk markers.

@@ -47,7 +47,7 @@ func findBrowser(t *testing.T) string {
 }
 
 // devPorts are the ports `platform dev` listens on.
-var devPorts = []string{"8080", "8081", "8082", "8085"}
+var devPorts = []string{"8080", "8081", "8082", "8083", "8084", "8085", "8086"}
 
 // startDev runs the real binary's `platform dev` on a fresh data
 // directory and returns the directory and the app's base URL: the
@@ -306,7 +306,17 @@ func TestBrowserJourney(t *testing.T) {
 	if team == "" {
 		t.Fatalf("the team page's address has no account id: %s", owner.location())
 	}
+	// A webhook endpoint on the team hears the member join; it refuses
+	// the first deliveries, so the log shows a failure to retry.
+	hook := startHookReceiver(t)
+	owner.do("webhook", []string{"The endpoint was created.", "shown only now", hook.URL},
+		chromedp.Navigate(base+"/app/accounts/"+team+"/webhooks"),
+		chromedp.SendKeys(chromedp.CSS(`#url`), hook.URL),
+		chromedp.Click(chromedp.CSS(`input[value="identity.member.joined"]`)),
+		submit(`form[action$="/webhooks"]`))
+	hookSecret := owner.value(`#webhook-secret`)
 	owner.do("invite", []string{"Invitation for member@example.com", "shown only now"},
+		chromedp.Navigate(base+"/app/accounts/"+team),
 		chromedp.SendKeys(chromedp.CSS(`#invite-email`), "member@example.com"),
 		submit(`form[action$="/invitations"]`))
 	link := owner.value(`#invite-link`)
@@ -321,6 +331,26 @@ func TestBrowserJourney(t *testing.T) {
 	member.do("signup-from-invitation", []string{"signed in as member@example.com"}, signUpActions("member@example.com")...)
 	member.do("accept", []string{"You joined the account.", "member@example.com (you)", "Acme Rockets"},
 		submit(`form[action="/invitations/accept"]`))
+
+	testutil.Eventually(t, 30*time.Second, "the member's join delivered to the webhook", func() bool {
+		return len(hook.answered(http.StatusInternalServerError)) > 0
+	})
+	owner.do("delivery-failed", []string{"identity.member.joined", "HTTP 500"},
+		chromedp.Navigate(base+"/app/accounts/"+team+"/webhooks"),
+		chromedp.Click(chromedp.CSS(`a[href$="/deliveries"]`)))
+	hook.accept()
+	owner.do("delivery-retry", []string{"The delivery is due again now"}, submit(`form[action$="/retry"]`))
+	testutil.Eventually(t, 30*time.Second, "the retried delivery accepted", func() bool {
+		return len(hook.answered(http.StatusNoContent)) > 0
+	})
+	if got := hook.answered(http.StatusNoContent)[0]; !signedWith(got, hookSecret) {
+		t.Errorf("the delivery is not signed with the secret the page showed: %q", got.Signature)
+	}
+	owner.do("delivery-succeeded", []string{"succeeded", "HTTP 204"}, chromedp.Reload())
+	owner.do("preferences", []string{"Notifications", "Product updates"}, chromedp.Navigate(base+"/app/preferences"))
+	owner.do("preferences-saved", []string{"Your notification preferences were saved."},
+		chromedp.Click(chromedp.CSS(`#product_updates`)), submit(`form[action="/app/preferences"]`))
+	checkMailbox(t)
 
 	owner.do("members", []string{"member@example.com", "member"}, chromedp.Navigate(base+"/app/accounts/"+team))
 	owner.do("entitlements", []string{"holds no entitlement yet", "Claim the kit"},
@@ -348,6 +378,15 @@ func TestBrowserJourney(t *testing.T) {
 	}
 	operator.do("grant", []string{"The entitlement was granted.", "platform", "pi_3Kx9"}, grantPlatform...)
 
+	// The owner's company ships nothing by hand: the release pipeline
+	// pushes an image to the registry and the operator publishes it.
+	digest := pushRandomImage(t, "platform", "1.0.0")
+	operator.do("publish", []string{"The release was published.", "1.0.0"},
+		chromedp.Navigate(base+"/operator/releases"),
+		chromedp.SetValue(chromedp.CSS(`#rel-product`), "platform"),
+		chromedp.SendKeys(chromedp.CSS(`#version`), "1.0.0"),
+		submit(`form[action="/operator/releases"]`))
+
 	owner.do("downloads", []string{"Get a download capability"}, chromedp.Navigate(base+"/app/accounts/"+team+"/downloads"))
 	owner.do("download", []string{"Capability for platform", "Use it once, before"},
 		chromedp.SetValue(chromedp.CSS(`#artifact`), "platform"),
@@ -356,6 +395,17 @@ func TestBrowserJourney(t *testing.T) {
 	if token := owner.value(`#capability`); len(token) < 20 {
 		t.Errorf("capability token %q is not shown", token)
 	}
+	host := strings.TrimPrefix(base, "http://")
+	owner.do("registry-login", []string{"Registry login for platform", host, "Password (shown only now)"},
+		submit(`form[action$="/downloads/exchange"]`))
+	if got, want := owner.text(`#cmd-pull`), "docker pull "+host+"/platform:1.0.0"; got != want {
+		t.Errorf("the pull command is %q, want %q", got, want)
+	}
+	user, password := owner.text(`#username`), owner.value(`#registry-password`)
+	if got := pullThroughGateway(t, host+"/platform:1.0.0", user, password); got != digest {
+		t.Errorf("pulled %s through the gateway, want the pushed %s", got, digest)
+	}
+	owner.do("pulls", []string{"platform:1.0.0", digest, user}, chromedp.Navigate(base+"/app/accounts/"+team+"/pulls"))
 
 	// The reconciliation: a second payment for a product the account
 	// holds is a 409 explained, and the operator revokes and re-grants.

@@ -343,6 +343,8 @@ func (s *server) activity(w http.ResponseWriter, r *http.Request, sess *session)
 type downloadsData struct {
 	Products   []string
 	Capability *Capability
+	// Credential is the registry credential just exchanged, shown once.
+	Credential *credentialData
 }
 
 func (s *server) downloads(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -350,12 +352,16 @@ func (s *server) downloads(w http.ResponseWriter, r *http.Request, sess *session
 }
 
 func (s *server) renderDownloads(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int, c *Capability) {
+	s.renderDownloadsWith(w, r, sess, p, status, c, nil)
+}
+
+func (s *server) renderDownloadsWith(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int, c *Capability, cred *credentialData) {
 	a, ok := s.loadAccount(w, r, sess)
 	if !ok {
 		return
 	}
 	p.Title, p.User, p.Account, p.Tab = "Downloads · "+a.Name, &sess.Me, a, "downloads"
-	p.Data = downloadsData{Products: products, Capability: c}
+	p.Data = downloadsData{Products: products, Capability: c, Credential: cred}
 	s.render(w, r, status, "downloads", p)
 }
 
