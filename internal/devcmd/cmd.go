@@ -189,18 +189,19 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}), &boxCfg); err != nil {
 		return err
 	}
-	khCfg, err := keyholdercmd.LoadConfig(only(env, map[string]string{
+	var khCfg keyholdercmd.Config
+	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":                   fmt.Sprint(keyholderPort),
 		"DATABASE_URL":           keyholderDB,
 		"KEYHOLDER_BOX_URL":      fmt.Sprintf("http://127.0.0.1:%d", boxPort),
 		"KEYHOLDER_IDENTITY_URL": identityURL,
 		"KEYHOLDER_REGISTRY_URL": reg.URL,
 		"KEYHOLDER_PUBLIC_HOST":  fmt.Sprintf("%s:%d", named, gatewayPort),
-	}))
-	if err != nil {
+	}), &khCfg); err != nil {
 		return err
 	}
-	gwCfg, err := gatewaycmd.LoadConfig(only(env, map[string]string{
+	var gwCfg gatewaycmd.Config
+	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":            fmt.Sprint(gatewayPort),
 		"IDENTITY_URL":    identityURL,
 		"IDENTITY_ISSUER": issuer,
@@ -208,8 +209,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"COURIER_URL":     fmt.Sprintf("http://%s:%d", dial, courierPort),
 		"KEYHOLDER_URL":   fmt.Sprintf("http://%s:%d", dial, keyholderPort),
 		"PARLOR_URL":      fmt.Sprintf("http://%s:%d", dial, parlorPort),
-	}))
-	if err != nil {
+	}), &gwCfg); err != nil {
 		return err
 	}
 	parlorCfg, err := parlorcmd.LoadConfig(ctx, only(env, map[string]string{

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/cli"
+	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdertest"
 	"github.com/platformco/platform/internal/sqldb"
@@ -17,6 +18,12 @@ import (
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func loadConfig(getenv func(string) string) (keyholdercmd.Config, error) {
+	var cfg keyholdercmd.Config
+	err := config.Load(context.Background(), getenv, &cfg)
+	return cfg, err
+}
 
 func base() map[string]string {
 	return map[string]string{
@@ -26,9 +33,9 @@ func base() map[string]string {
 }
 
 func TestLoadConfigDefaults(t *testing.T) {
-	cfg, err := keyholdercmd.LoadConfig(envOf(base()))
+	cfg, err := loadConfig(envOf(base()))
 	if err != nil {
-		t.Fatalf("LoadConfig: %v", err)
+		t.Fatalf("config.Load: %v", err)
 	}
 	if cfg.Port != 8084 || cfg.CredentialTTL != time.Hour || cfg.PublicHost != "localhost:8084" {
 		t.Errorf("got port %d ttl %s host %q, want 8084 1h localhost:8084", cfg.Port, cfg.CredentialTTL, cfg.PublicHost)
@@ -43,9 +50,9 @@ func TestLoadConfigNamesTheVariable(t *testing.T) {
 		{"MissingRegistry", "KEYHOLDER_REGISTRY_URL", "", "KEYHOLDER_REGISTRY_URL: is required"},
 		{"MissingDatabase", "DATABASE_URL", "", "DATABASE_URL: is required"},
 		{"BadDatabase", "DATABASE_URL", "mysql://x", "DATABASE_URL:"},
-		{"BadPort", "PORT", "eighty", "PORT: must be a whole number"},
+		{"BadPort", "PORT", "eighty", "PORT: must be a port number"},
 		{"PortTooLarge", "PORT", "70000", "PORT: must be a port number"},
-		{"BadTTL", "KEYHOLDER_CREDENTIAL_TTL", "soon", "KEYHOLDER_CREDENTIAL_TTL: must be a Go duration"},
+		{"BadTTL", "KEYHOLDER_CREDENTIAL_TTL", "soon", "KEYHOLDER_CREDENTIAL_TTL: must be a positive Go duration"},
 		{"TTLOver24h", "KEYHOLDER_CREDENTIAL_TTL", "25h", "KEYHOLDER_CREDENTIAL_TTL: must be a positive Go duration of at most 24h"},
 		{"NegativeTTL", "KEYHOLDER_CREDENTIAL_TTL", "-1m", "KEYHOLDER_CREDENTIAL_TTL:"},
 		{"RelativeBoxURL", "KEYHOLDER_BOX_URL", "box:8082", "KEYHOLDER_BOX_URL: must be an absolute http(s) URL"},
@@ -57,7 +64,7 @@ func TestLoadConfigNamesTheVariable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := base()
 			env[tt.key] = tt.value
-			_, err := keyholdercmd.LoadConfig(envOf(env))
+			_, err := loadConfig(envOf(env))
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("got %v, want one line starting %q", err, tt.want)
 			}
