@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -169,5 +172,69 @@ func TestReadinessWhenBoxIsDown(t *testing.T) {
 	st, r := ready(t, p.KeyholderURL)
 	if st != http.StatusServiceUnavailable || r.Deps["box"] != "unavailable" || r.Deps["registry"] != "ok" {
 		t.Errorf("got %d %+v, want 503 naming box", st, r)
+	}
+}
+
+// TestServeDatabaseDownAtStart: keyholder starts with its database down
+// (healthz 200, readyz 503 naming the database, /v1 and /v2 503 each in
+// its own envelope) and serves by itself once the database answers.
+func TestServeDatabaseDownAtStart(t *testing.T) {
+	url := sqltest.URL(t, sqldb.Postgres)
+	if err := keyholdercmd.Migrate(context.Background(), url); err != nil {
+		t.Fatal(err)
+	}
+	proxy := sqltest.NewProxy(t, sqltest.Target(t, url))
+	proxy.Down.Store(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := keyholdercmd.Config{
+		DatabaseURL: proxy.URL(t, url), DatabaseTimeout: 500 * time.Millisecond, BoxURL: "http://127.0.0.1:1",
+		RegistryURL: "http://127.0.0.1:1", CredentialTTL: time.Hour, IdentityTimeout: time.Second, PublicHost: "registry.test",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- keyholdercmd.Serve(ctx, cfg, slog.New(slog.DiscardHandler), ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	base := "http://" + ln.Addr().String()
+	call := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, _ := call("GET", "/healthz", ""); code != 200 {
+		t.Errorf("healthz: %d, want 200", code)
+	}
+	if st, r := ready(t, base); st != 503 || r.Deps["database"] != "unavailable" {
+		t.Errorf("readyz: %d %+v, want 503 naming the database", st, r)
+	}
+	tests := []struct{ name, method, path, body, want string }{
+		{"Exchange", "POST", "/v1/exchange", `{"capability":"x"}`, `{"error":{"code":"unavailable"`},
+		{"Registry", "GET", "/v2/", "", `{"errors":[{"code":"UNAVAILABLE"`},
+	}
+	for _, tt := range tests {
+		if code, body := call(tt.method, tt.path, tt.body); code != 503 || !strings.HasPrefix(body, tt.want) {
+			t.Errorf("%s with the database down: %d %s, want 503 %s", tt.name, code, body, tt.want)
+		}
+	}
+	proxy.Down.Store(false)
+	poll(t, "the database to be ready", func() bool { _, r := ready(t, base); return r.Deps["database"] == "ok" })
+	if code, body := call("GET", "/v2/", ""); code != 401 {
+		t.Errorf("GET /v2/ once the database answers: %d %s, want the 401 of a request without credentials", code, body)
 	}
 }
