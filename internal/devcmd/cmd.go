@@ -212,11 +212,11 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}), &gwCfg); err != nil {
 		return err
 	}
-	parlorCfg, err := parlorcmd.LoadConfig(ctx, only(env, map[string]string{
+	var parlorCfg parlorcmd.Config
+	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":           fmt.Sprint(parlorPort),
 		"PARLOR_API_URL": fmt.Sprintf("http://%s:%d", dial, gatewayPort),
-	}))
-	if err != nil {
+	}), &parlorCfg); err != nil {
 		return err
 	}
 
@@ -358,7 +358,8 @@ func courierConfig(ctx context.Context, env cli.Env, dir, natsURL string) (couri
 	if err != nil {
 		return couriercmd.Config{}, err
 	}
-	return couriercmd.LoadConfig(only(env, map[string]string{
+	var cfg couriercmd.Config
+	err = config.Load(ctx, only(env, map[string]string{
 		"PORT":                   fmt.Sprint(courierPort),
 		"DATABASE_URL":           db,
 		"COURIER_ENV":            "development",
@@ -370,7 +371,8 @@ func courierConfig(ctx context.Context, env cli.Env, dir, natsURL string) (couri
 		"IDENTITY_ISSUER":        fmt.Sprintf("http://localhost:%d", identityPort),
 		"COURIER_IDENTITY_URL":   fmt.Sprintf("http://127.0.0.1:%d", identityPort),
 		"EVENTS_URL":             natsURL,
-	}))
+	}), &cfg)
+	return cfg, err
 }
 
 // CourierServiceSecret is the secret of identity's courier credential in

@@ -1,14 +1,23 @@
 package couriercmd
 
 import (
+	"context"
 	"encoding/base64"
 	"strings"
 	"testing"
+
+	"github.com/platformco/platform/internal/config"
 )
 
 var testKey = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func loadConfig(getenv func(string) string) (Config, error) {
+	var cfg Config
+	err := config.Load(context.Background(), getenv, &cfg)
+	return cfg, err
+}
 
 // baseEnv is a valid production configuration; cases change one thing.
 func baseEnv() map[string]string {
@@ -42,12 +51,12 @@ func TestLoadConfig(t *testing.T) {
 		{"ErrUnknownAdapterInDevelopment", map[string]string{"COURIER_ENV": "development", "COURIER_MAIL_ADAPTER": "pigeon"}, "COURIER_MAIL_ADAPTER: must be smtp or local"},
 		{"ErrSMTPHostMissing", map[string]string{"COURIER_SMTP_HOST": ""}, "COURIER_SMTP_HOST: is required"},
 		{"ErrSMTPHostNoPort", map[string]string{"COURIER_SMTP_HOST": "smtp.example.com"}, "COURIER_SMTP_HOST: must be host:port"},
-		{"ErrSMTPTLS", map[string]string{"COURIER_SMTP_TLS": "ssl"}, "COURIER_SMTP_TLS: must be starttls, tls or none"},
+		{"ErrSMTPTLS", map[string]string{"COURIER_SMTP_TLS": "ssl"}, "COURIER_SMTP_TLS: must be one of starttls, tls, none"},
 		{"ErrFromMissing", map[string]string{"COURIER_MAIL_FROM": ""}, "COURIER_MAIL_FROM: is required"},
 		{"ErrFromMalformed", map[string]string{"COURIER_MAIL_FROM": "Platform no-reply"}, "COURIER_MAIL_FROM: must be an address"},
 		{"ErrDatabaseURL", map[string]string{"DATABASE_URL": "mysql://x"}, "DATABASE_URL:"},
 		{"ErrDatabaseURLMissing", map[string]string{"DATABASE_URL": ""}, "DATABASE_URL: is required"},
-		{"ErrPort", map[string]string{"PORT": "http"}, "PORT: must be a whole number"},
+		{"ErrPort", map[string]string{"PORT": "http"}, "PORT: must be a port number"},
 		{"ErrDatabaseTimeout", map[string]string{"DATABASE_TIMEOUT": "5"}, "DATABASE_TIMEOUT:"},
 		{"ErrServiceTokenShortSecret", map[string]string{"COURIER_SERVICE_TOKENS": "identity:short"}, "COURIER_SERVICE_TOKENS: entry 1 (identity): the secret must be at least 32"},
 		{"ErrServiceTokenMalformed", map[string]string{"COURIER_SERVICE_TOKENS": "identity"}, "COURIER_SERVICE_TOKENS: entry 1 must be name:secret"},
@@ -60,7 +69,7 @@ func TestLoadConfig(t *testing.T) {
 			for k, v := range tt.change {
 				env[k] = v
 			}
-			cfg, err := LoadConfig(envOf(env))
+			cfg, err := loadConfig(envOf(env))
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("LoadConfig: %v", err)

@@ -28,9 +28,9 @@ func serve(t *testing.T, env map[string]string) string {
 	for k, v := range env {
 		all[k] = v
 	}
-	cfg, err := LoadConfig(envOf(all))
+	cfg, err := loadConfig(envOf(all))
 	if err != nil {
-		t.Fatalf("LoadConfig: %v", err)
+		t.Fatalf("config.Load: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -87,7 +87,7 @@ func TestServeRefusesASchemaBehind(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		env := baseEnv()
 		env["DATABASE_URL"] = sqltest.URL(t, engine)
-		cfg, err := LoadConfig(envOf(env))
+		cfg, err := loadConfig(envOf(env))
 		if err != nil {
 			t.Fatal(err)
 		}
