@@ -15,6 +15,7 @@ import (
 
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -210,5 +211,42 @@ func TestReadinessUnavailableWithinOneSecondOfTheDatabaseGoingSilent(t *testing.
 		if status != 503 || body["status"] != "unavailable" || body["deps"] != "postgres" {
 			t.Errorf("readyz = %d %v, want 503 {unavailable, postgres}", status, body)
 		}
+	}
+}
+
+// TestServeDatabaseDownAtStart: courier starts with its database down
+// (healthz 200, readyz 503, /v1 503 unavailable in problem+json) and
+// serves by itself once the database answers.
+func TestServeDatabaseDownAtStart(t *testing.T) {
+	direct := migrated(t, sqldb.Postgres)
+	proxy := sqltest.NewProxy(t, sqltest.Target(t, direct))
+	proxy.Down.Store(true)
+	base := serve(t, map[string]string{"DATABASE_URL": proxy.URL(t, direct), "DATABASE_TIMEOUT": "500ms"})
+	if res, err := http.Get(base + "/healthz"); err != nil || res.StatusCode != 200 {
+		t.Fatalf("healthz with the database down: %v %v, want 200", res, err)
+	}
+	if status, body := probe(t, base+"/readyz"); status != 503 || body["status"] != "unavailable" {
+		t.Errorf("readyz with the database down: %d %v, want 503 unavailable", status, body)
+	}
+	send := func() (int, string) {
+		t.Helper()
+		res, err := http.Post(base+"/v1/emails", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if status, body := send(); status != 503 || !strings.Contains(body, `"code":"unavailable"`) {
+		t.Errorf("POST /v1/emails with the database down: %d %s, want 503 unavailable", status, body)
+	}
+	proxy.Down.Store(false)
+	testutil.Eventually(t, 15*time.Second, "courier ready once the database answers", func() bool {
+		status, _ := probe(t, base+"/readyz")
+		return status == 200
+	})
+	if status, body := send(); status != 401 {
+		t.Errorf("POST /v1/emails once the database answers: %d %s, want the 401 of a call without a service token", status, body)
 	}
 }
