@@ -209,6 +209,9 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"COURIER_URL":     fmt.Sprintf("http://%s:%d", dial, courierPort),
 		"KEYHOLDER_URL":   fmt.Sprintf("http://%s:%d", dial, keyholderPort),
 		"PARLOR_URL":      fmt.Sprintf("http://%s:%d", dial, parlorPort),
+		// parlor calls the gateway for every browser, from dial; the
+		// browser's address it forwards is believed from there alone.
+		"TRUSTED_PROXIES": parlorAddr(dial),
 	}), &gwCfg); err != nil {
 		return err
 	}
@@ -267,6 +270,10 @@ func reachAt(listen string) (dial, named string) {
 	}
 	return listen, listen
 }
+
+// parlorAddr is the address parlor's API calls reach the gateway from:
+// parlor dials the gateway at dial, from the same host.
+func parlorAddr(dial string) string { return strings.Trim(dial, "[]") }
 
 // only is the environment of one embedded service: the given variables,
 // plus LOG_LEVEL from the real one. Nothing else leaks in, so a

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -50,9 +51,14 @@ type Config struct {
 	// RedisURL (optional) shares rate limits across replicas and enables
 	// /auth/*.
 	RedisURL string `env:"REDIS_URL"`
-	// TrustedProxies is how many proxies in front append to
-	// X-Forwarded-For (platform.md section 8).
-	TrustedProxies int `env:"TRUSTED_PROXIES, default=0" rule:"nonnegative"`
+	// Trusted is TRUSTED_PROXIES: how many proxies in front append to
+	// X-Forwarded-For (platform.md section 8), or the proxies' addresses
+	// and CIDR prefixes, comma-separated (such as parlor's, whose API calls
+	// carry the browser's address). Validate sets TrustedProxies or
+	// TrustedNets from it.
+	Trusted        string `env:"TRUSTED_PROXIES, default=0"`
+	TrustedProxies int
+	TrustedNets    []netip.Prefix
 	// RateLimit is requests per minute per caller.
 	RateLimit int `env:"GATEWAY_RATE_LIMIT, default=600" rule:"positive"`
 	// AllowedOrigins may make cookie-authenticated state changes
@@ -73,6 +79,9 @@ func (c *Config) Validate() error {
 	}
 	if c.JWKSTTLMillis > 0 {
 		c.JWKSTTL = time.Duration(c.JWKSTTLMillis) * time.Millisecond
+	}
+	if err := c.parseTrusted(); err != nil {
+		return err
 	}
 	if c.RedisKeyPrefix == "" {
 		c.RedisKeyPrefix = "gateway:"
@@ -109,6 +118,40 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// parseTrusted reads TRUSTED_PROXIES: a whole number of proxies, or a list
+// of addresses and prefixes.
+func (c *Config) parseTrusted() error {
+	v := strings.TrimSpace(c.Trusted)
+	if v == "" {
+		return nil
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 0 {
+			return fmt.Errorf("TRUSTED_PROXIES: must be a whole number of proxies (0 or more) or a list of addresses, got %q", v)
+		}
+		c.TrustedProxies, c.TrustedNets = n, nil
+		return nil
+	}
+	c.TrustedProxies, c.TrustedNets = 0, nil
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(e); err == nil {
+			c.TrustedNets = append(c.TrustedNets, p.Masked())
+			continue
+		}
+		ip, err := netip.ParseAddr(e)
+		if err != nil {
+			return fmt.Errorf("TRUSTED_PROXIES: each entry must be an address or a CIDR prefix such as 10.0.0.0/8, got %q", e)
+		}
+		ip = ip.Unmap()
+		c.TrustedNets = append(c.TrustedNets, netip.PrefixFrom(ip, ip.BitLen()))
+	}
+	return nil
+}
+
 // Serve runs the gateway on ln until ctx is done, then drains in-flight
 // requests and returns.
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
@@ -137,6 +180,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		Verifier:       gateway.NewVerifier(keys, cfg.IdentityIssuer),
 		Keys:           keys,
 		TrustedProxies: cfg.TrustedProxies,
+		TrustedNets:    cfg.TrustedNets,
 		AllowedOrigins: cfg.AllowedOrigins,
 		Logger:         logger,
 	}
@@ -177,7 +221,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	logger.Info("gateway configured", "identity_url", cfg.IdentityURL, "box_url", cfg.BoxURL,
 		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "parlor_url", cfg.ParlorURL,
 		"issuer", cfg.IdentityIssuer, "jwks_ttl_ms", cfg.JWKSTTL.Milliseconds(), "redis", cfg.RedisURL != "",
-		"browser_sessions", g.BrowserSessions(), "trusted_proxies", cfg.TrustedProxies, "rate_limit_per_minute", cfg.RateLimit)
+		"browser_sessions", g.BrowserSessions(), "trusted_proxies", cfg.Trusted, "rate_limit_per_minute", cfg.RateLimit)
 	return serve(ctx, ln, g, logger)
 }
 

@@ -55,6 +55,7 @@ func TestLoadConfig(t *testing.T) {
 		{"ErrRedisGarbage", with("REDIS_URL", "::not a url"), "REDIS_URL"},
 		{"ErrRedisBadDB", with("REDIS_URL", "redis://127.0.0.1:6379/notadb"), "REDIS_URL"},
 		{"ErrTrustedProxiesNegative", with("TRUSTED_PROXIES", "-1"), "TRUSTED_PROXIES"},
+		{"ErrTrustedProxiesNotAnAddress", with("TRUSTED_PROXIES", "127.0.0.1, parlor"), "TRUSTED_PROXIES"},
 		{"ErrRateLimitZero", with("GATEWAY_RATE_LIMIT", "0"), "GATEWAY_RATE_LIMIT"},
 		{"ErrPort", with("PORT", "99999"), "PORT"},
 		{"ErrDebugAddrPublic", with("DEBUG_ADDR", "192.0.2.1:6060"), "DEBUG_ADDR"},
@@ -107,6 +108,19 @@ func TestLoadConfig(t *testing.T) {
 			strings.Join(cfg.AllowedOrigins, ",") != "https://app.example.com,http://localhost:3000" ||
 			cfg.CourierURL != "http://courier:4000" || cfg.KeyholderURL != "http://keyholder:8084" || cfg.ParlorURL != "http://parlor:3000" {
 			t.Fatalf("config = %+v", cfg)
+		}
+	})
+	t.Run("OKTrustedAddresses", func(t *testing.T) {
+		cfg, err := loadConfig(env(with("TRUSTED_PROXIES", "127.0.0.1, ::1, 10.1.0.0/16")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range cfg.TrustedNets {
+			got = append(got, p.String())
+		}
+		if want := "127.0.0.1/32 ::1/128 10.1.0.0/16"; strings.Join(got, " ") != want || cfg.TrustedProxies != 0 {
+			t.Fatalf("trusted = %v (count %d), want %s", got, cfg.TrustedProxies, want)
 		}
 	})
 	t.Run("OKOnlyBox", func(t *testing.T) {
