@@ -31,7 +31,7 @@ func baseEnv() map[string]string {
 	}
 }
 
-func TestLoadConfig(t *testing.T) {
+func TestConfig(t *testing.T) {
 	tests := []struct {
 		name    string
 		change  map[string]string
@@ -72,7 +72,7 @@ func TestLoadConfig(t *testing.T) {
 			cfg, err := loadConfig(envOf(env))
 			if tt.wantErr == "" {
 				if err != nil {
-					t.Fatalf("LoadConfig: %v", err)
+					t.Fatalf("config.Load: %v", err)
 				}
 				if cfg.Port != 4000 {
 					t.Errorf("Port = %d, want the default 4000", cfg.Port)
@@ -80,7 +80,7 @@ func TestLoadConfig(t *testing.T) {
 				return
 			}
 			if err == nil {
-				t.Fatalf("LoadConfig succeeded, want an error starting %q", tt.wantErr)
+				t.Fatalf("config.Load succeeded, want an error starting %q", tt.wantErr)
 			}
 			if msg := err.Error(); !strings.HasPrefix(msg, tt.wantErr) || strings.Contains(msg, "\n") {
 				t.Errorf("error = %q, want one line starting %q", msg, tt.wantErr)

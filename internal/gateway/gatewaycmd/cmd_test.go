@@ -29,7 +29,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	return cfg, err
 }
 
-func TestLoadConfig(t *testing.T) {
+func TestConfig(t *testing.T) {
 	base := map[string]string{"IDENTITY_URL": "http://identity:8081", "BOX_URL": "http://box:8082"}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}

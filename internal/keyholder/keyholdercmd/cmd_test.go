@@ -35,7 +35,7 @@ func base() map[string]string {
 	}
 }
 
-func TestLoadConfigDefaults(t *testing.T) {
+func TestConfigDefaults(t *testing.T) {
 	cfg, err := loadConfig(envOf(base()))
 	if err != nil {
 		t.Fatalf("config.Load: %v", err)
@@ -45,7 +45,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 }
 
-func TestLoadConfigNamesTheVariable(t *testing.T) {
+func TestConfigNamesTheVariable(t *testing.T) {
 	tests := []struct {
 		name, key, value, want string
 	}{

@@ -13,7 +13,7 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-func TestLoadConfig(t *testing.T) {
+func TestConfig(t *testing.T) {
 	tests := []struct {
 		name    string
 		env     map[string]string
