@@ -189,18 +189,19 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}), &boxCfg); err != nil {
 		return err
 	}
-	khCfg, err := keyholdercmd.LoadConfig(only(env, map[string]string{
+	var khCfg keyholdercmd.Config
+	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":                   fmt.Sprint(keyholderPort),
 		"DATABASE_URL":           keyholderDB,
 		"KEYHOLDER_BOX_URL":      fmt.Sprintf("http://127.0.0.1:%d", boxPort),
 		"KEYHOLDER_IDENTITY_URL": identityURL,
 		"KEYHOLDER_REGISTRY_URL": reg.URL,
 		"KEYHOLDER_PUBLIC_HOST":  fmt.Sprintf("%s:%d", named, gatewayPort),
-	}))
-	if err != nil {
+	}), &khCfg); err != nil {
 		return err
 	}
-	gwCfg, err := gatewaycmd.LoadConfig(only(env, map[string]string{
+	var gwCfg gatewaycmd.Config
+	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":            fmt.Sprint(gatewayPort),
 		"IDENTITY_URL":    identityURL,
 		"IDENTITY_ISSUER": issuer,
@@ -208,15 +209,17 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"COURIER_URL":     fmt.Sprintf("http://%s:%d", dial, courierPort),
 		"KEYHOLDER_URL":   fmt.Sprintf("http://%s:%d", dial, keyholderPort),
 		"PARLOR_URL":      fmt.Sprintf("http://%s:%d", dial, parlorPort),
-	}))
-	if err != nil {
+		// parlor calls the gateway for every browser, from dial; the
+		// browser's address it forwards is believed from there alone.
+		"TRUSTED_PROXIES": parlorAddr(dial),
+	}), &gwCfg); err != nil {
 		return err
 	}
-	parlorCfg, err := parlorcmd.LoadConfig(ctx, only(env, map[string]string{
+	var parlorCfg parlorcmd.Config
+	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":           fmt.Sprint(parlorPort),
 		"PARLOR_API_URL": fmt.Sprintf("http://%s:%d", dial, gatewayPort),
-	}))
-	if err != nil {
+	}), &parlorCfg); err != nil {
 		return err
 	}
 
@@ -267,6 +270,10 @@ func reachAt(listen string) (dial, named string) {
 	}
 	return listen, listen
 }
+
+// parlorAddr is the address parlor's API calls reach the gateway from:
+// parlor dials the gateway at dial, from the same host.
+func parlorAddr(dial string) string { return strings.Trim(dial, "[]") }
 
 // only is the environment of one embedded service: the given variables,
 // plus LOG_LEVEL from the real one. Nothing else leaks in, so a
@@ -358,7 +365,8 @@ func courierConfig(ctx context.Context, env cli.Env, dir, natsURL string) (couri
 	if err != nil {
 		return couriercmd.Config{}, err
 	}
-	return couriercmd.LoadConfig(only(env, map[string]string{
+	var cfg couriercmd.Config
+	err = config.Load(ctx, only(env, map[string]string{
 		"PORT":                   fmt.Sprint(courierPort),
 		"DATABASE_URL":           db,
 		"COURIER_ENV":            "development",
@@ -370,7 +378,8 @@ func courierConfig(ctx context.Context, env cli.Env, dir, natsURL string) (couri
 		"IDENTITY_ISSUER":        fmt.Sprintf("http://localhost:%d", identityPort),
 		"COURIER_IDENTITY_URL":   fmt.Sprintf("http://127.0.0.1:%d", identityPort),
 		"EVENTS_URL":             natsURL,
-	}))
+	}), &cfg)
+	return cfg, err
 }
 
 // CourierServiceSecret is the secret of identity's courier credential in

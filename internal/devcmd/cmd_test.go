@@ -1,13 +1,18 @@
 package devcmd
 
 import (
+	"context"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/platformco/platform/internal/cli"
+	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 )
 
 func TestOnly(t *testing.T) {
@@ -94,5 +99,35 @@ func TestMasterKeyPrivate(t *testing.T) {
 	}
 	if got := info.Mode().Perm(); got != 0o600 {
 		t.Errorf("%s mode %v, want -rw-------", masterKeyFile, got)
+	}
+}
+
+// TestGatewayTrustsParlor: the quick start's gateway believes the
+// browser's address parlor forwards from parlor's address (where it dials
+// the gateway from), and from no other.
+func TestGatewayTrustsParlor(t *testing.T) {
+	for _, listen := range []string{"127.0.0.1", "0.0.0.0", "192.0.2.7", "2001:db8::1"} {
+		dial, _ := reachAt(listen)
+		var cfg gatewaycmd.Config
+		err := config.Load(context.Background(), func(k string) string {
+			return map[string]string{"IDENTITY_URL": "http://" + dial + ":8081", "TRUSTED_PROXIES": parlorAddr(dial)}[k]
+		}, &cfg)
+		if err != nil {
+			t.Fatalf("listen %s: %v", listen, err)
+		}
+		trusts := func(addr string) bool {
+			for _, p := range cfg.TrustedNets {
+				if p.Contains(netip.MustParseAddr(addr)) {
+					return true
+				}
+			}
+			return false
+		}
+		if parlor := strings.Trim(dial, "[]"); !trusts(parlor) {
+			t.Errorf("listen %s: the gateway does not trust parlor's address %s (%v)", listen, parlor, cfg.TrustedNets)
+		}
+		if trusts("198.51.100.1") {
+			t.Errorf("listen %s: the gateway trusts a browser's address (%v)", listen, cfg.TrustedNets)
+		}
 	}
 }

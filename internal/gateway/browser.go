@@ -217,7 +217,7 @@ func (g *Gateway) callIdentity(r *http.Request, method, path, bearer string, bod
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(httpx.TraceparentHeader, httpx.TraceFrom(r.Context()).Traceparent())
-	req.Header.Set("X-Forwarded-For", clientIP(r, g.opts.TrustedProxies))
+	req.Header.Set("X-Forwarded-For", clientIP(r, g.trust()))
 	if ua := r.Header.Get("User-Agent"); ua != "" {
 		req.Header.Set("User-Agent", ua)
 	}
@@ -271,7 +271,7 @@ func (g *Gateway) originAllowed(r *http.Request) bool {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" {
 		return false
 	}
-	return strings.EqualFold(u.Scheme, requestProto(r, g.opts.TrustedProxies)) && strings.EqualFold(u.Host, r.Host)
+	return strings.EqualFold(u.Scheme, requestProto(r, g.trust())) && strings.EqualFold(u.Host, r.Host)
 }
 
 func clearSessionCookie(w http.ResponseWriter) {

@@ -7,15 +7,53 @@ import (
 	"strings"
 )
 
+// proxyTrust is the TRUSTED_PROXIES rule: a count of proxies in front
+// (platform.md section 8), or the addresses of the proxies themselves.
+type proxyTrust struct {
+	hops int
+	nets []netip.Prefix
+}
+
+func (g *Gateway) trust() proxyTrust {
+	return proxyTrust{hops: g.opts.TrustedProxies, nets: g.opts.TrustedNets}
+}
+
+// trusts reports whether addr is one of the trusted proxies.
+func (t proxyTrust) trusts(addr string) bool {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return false
+	}
+	for _, n := range t.nets {
+		if n.Contains(ip.Unmap()) {
+			return true
+		}
+	}
+	return false
+}
+
+// believes reports whether r's forwarding headers come from a trusted
+// proxy.
+func (t proxyTrust) believes(r *http.Request) bool {
+	if len(t.nets) > 0 {
+		return t.trusts(peerIP(r.RemoteAddr))
+	}
+	return t.hops > 0
+}
+
 // clientIP is the caller's address under the TRUSTED_PROXIES rule
-// (platform.md section 8): with 0 trusted proxies no forwarding header is
-// believed and the socket peer is the caller; with n, the address n hops
-// from the end of X-Forwarded-For (the one the outermost trusted proxy saw)
-// is; a shorter chain, or an entry that is not an address, falls back to the
-// socket peer.
-func clientIP(r *http.Request, trusted int) string {
+// (platform.md section 8). By count: with 0 trusted proxies no forwarding
+// header is believed and the socket peer is the caller; with n, the
+// address n hops from the end of X-Forwarded-For (the one the outermost
+// trusted proxy saw) is; a shorter chain, or an entry that is not an
+// address, falls back to the socket peer. By address: the chain is
+// believed only from a trusted peer, and the caller is the rightmost entry
+// that is not a trusted proxy (each proxy appends the address it was
+// reached from, so entries left of it may be anyone's); an entry that is
+// not an address stops the walk at the last good one.
+func clientIP(r *http.Request, t proxyTrust) string {
 	peer := peerIP(r.RemoteAddr)
-	if trusted <= 0 {
+	if !t.believes(r) {
 		return peer
 	}
 	var hops []string
@@ -24,10 +62,21 @@ func clientIP(r *http.Request, trusted int) string {
 			hops = append(hops, strings.TrimSpace(part))
 		}
 	}
-	if len(hops) < trusted {
+	if len(t.nets) > 0 {
+		client := peer
+		for i := len(hops) - 1; i >= 0 && t.trusts(client); i-- {
+			ip, ok := parseHop(hops[i])
+			if !ok {
+				break
+			}
+			client = ip
+		}
+		return client
+	}
+	if len(hops) < t.hops {
 		return peer
 	}
-	if ip, ok := parseHop(hops[len(hops)-trusted]); ok {
+	if ip, ok := parseHop(hops[len(hops)-t.hops]); ok {
 		return ip
 	}
 	return peer
@@ -63,8 +112,8 @@ func parseHop(s string) (string, bool) {
 
 // requestProto is the scheme the caller used: from the connection, or, when
 // proxies are trusted, from the X-Forwarded-Proto they set.
-func requestProto(r *http.Request, trusted int) string {
-	if trusted > 0 {
+func requestProto(r *http.Request, t proxyTrust) string {
+	if t.believes(r) {
 		// The first value is the one the outermost proxy received.
 		first, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
 		switch p := strings.ToLower(strings.TrimSpace(first)); p {

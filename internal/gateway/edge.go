@@ -47,7 +47,7 @@ var (
 func (g *Gateway) proxied(rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		up := g.upstreams[rt.Service]
-		ip := clientIP(r, g.opts.TrustedProxies)
+		ip := clientIP(r, g.trust())
 		var (
 			who     caller
 			authErr error
@@ -74,7 +74,7 @@ func (g *Gateway) proxied(rt Route) http.Handler {
 			return
 		}
 		g.serveProxy(w, r, up, forward{
-			clientIP: ip, proto: requestProto(r, g.opts.TrustedProxies), bearer: who.token, env: rt.env,
+			clientIP: ip, proto: requestProto(r, g.trust()), bearer: who.token, env: rt.env,
 		})
 	})
 }
@@ -170,7 +170,7 @@ func keyDigest(token string) string {
 // address.
 func (g *Gateway) limitedByAddress(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.admit(w, r, edgeEnvelope, "ip:"+clientIP(r, g.opts.TrustedProxies), "") {
+		if g.admit(w, r, edgeEnvelope, "ip:"+clientIP(r, g.trust()), "") {
 			h(w, r)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -44,6 +45,10 @@ type Options struct {
 	// TrustedProxies is how many proxies in front of the gateway append to
 	// X-Forwarded-For (platform.md section 8).
 	TrustedProxies int
+	// TrustedNets, when set, replace the count: X-Forwarded-For and
+	// X-Forwarded-Proto are believed only from a socket peer in them, and
+	// the caller is the rightmost address of the chain outside them.
+	TrustedNets []netip.Prefix
 	// AllowedOrigins are the origins (scheme://host[:port]) allowed to make
 	// cookie-authenticated state-changing requests; empty means the
 	// gateway's own origin (scheme, host and port). A request the browser

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -440,27 +441,49 @@ func TestRateLimitTrustedProxies(t *testing.T) {
 		remote, xff string
 		want        int
 	}
+	parlor := []netip.Prefix{netip.MustParsePrefix("10.0.0.5/32"), netip.MustParsePrefix("10.0.1.0/24")}
 	tests := []struct {
 		name    string
 		trusted int
+		nets    []netip.Prefix
 		reqs    []req
 	}{
-		{"ZeroIgnoresSpoofedHeader", 0, []req{
+		{"ZeroIgnoresSpoofedHeader", 0, nil, []req{
 			{"192.0.2.10:1", "203.0.113.1", 200},
 			{"192.0.2.10:2", "203.0.113.2", 429}, // a new spoofed address buys nothing
 			{"192.0.2.11:1", "203.0.113.1", 200}, // a different socket peer is a different caller
 		}},
-		{"OneReadsLastHop", 1, []req{
+		{"OneReadsLastHop", 1, nil, []req{
 			{"10.0.0.1:1", "203.0.113.1, 198.51.100.7", 200},
 			{"10.0.0.1:2", "203.0.113.99, 198.51.100.7", 429}, // spoofed first entry ignored
 			{"10.0.0.1:3", "198.51.100.8", 200},               // the proxy saw another client
 			{"10.0.0.2:1", "198.51.100.7", 429},               // same client behind another proxy replica
 		}},
-		{"OneFallsBackToPeerWithoutHeader", 1, []req{
+		{"OneFallsBackToPeerWithoutHeader", 1, nil, []req{
 			{"10.0.0.3:1", "", 200},
 			{"10.0.0.3:2", "", 429},
 		}},
-		{"TwoShorterChainFallsBackToPeer", 2, []req{
+		// parlor (10.0.0.5) calls the API for every browser, appending the
+		// address it was reached from (the edge, 10.0.1.2) to the chain.
+		{"AddressesEachBrowserItsOwnBudget", 0, parlor, []req{
+			{"10.0.0.5:1", "198.51.100.20, 10.0.1.2", 200},
+			{"10.0.0.5:2", "198.51.100.21, 10.0.1.2", 200}, // another browser, through the same parlor
+			{"10.0.0.5:3", "198.51.100.20, 10.0.1.2", 429},
+		}},
+		{"AddressesIgnoreAnUntrustedPeersHeader", 0, parlor, []req{
+			{"192.0.2.30:1", "198.51.100.30", 200},
+			{"192.0.2.30:2", "198.51.100.31", 429}, // not a trusted proxy: its header buys nothing
+		}},
+		{"AddressesIgnoreWhatTheBrowserWrote", 0, parlor, []req{
+			{"10.0.0.5:1", "203.0.113.1, 198.51.100.40", 200},
+			{"10.0.0.5:2", "203.0.113.2, 198.51.100.40", 429}, // the spoofed entry left of the browser's
+		}},
+		{"AddressesAllTrustedIsTheFirst", 0, parlor, []req{
+			{"10.0.0.5:1", "10.0.1.7, 10.0.1.2", 200},
+			{"10.0.0.5:2", "10.0.1.8, 10.0.1.2", 200},
+			{"10.0.0.5:3", "10.0.1.7", 429},
+		}},
+		{"TwoShorterChainFallsBackToPeer", 2, nil, []req{
 			{"10.0.0.4:1", "198.51.100.9", 200},
 			{"10.0.0.4:2", "198.51.100.10", 429},
 			{"10.0.0.4:3", "198.51.100.11, 10.9.9.9", 200},
@@ -469,7 +492,7 @@ func TestRateLimitTrustedProxies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, setup{rateLimit: 1, trusted: tt.trusted})
+			h := newHarness(t, setup{rateLimit: 1, trusted: tt.trusted, trustedNet: tt.nets})
 			for i, rq := range tt.reqs {
 				hdr := map[string]string{"RemoteAddr": rq.remote}
 				if rq.xff != "" {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -67,6 +68,7 @@ type setup struct {
 	rateLimit  int
 	limiter    ratelimit.Limiter
 	trusted    int
+	trustedNet []netip.Prefix
 	noBox      bool
 	sessions   *session.Store
 	redisPing  func(context.Context) error
@@ -117,6 +119,7 @@ func newHarness(t *testing.T, s setup) *harness {
 		Sessions:       s.sessions,
 		RedisPing:      s.redisPing,
 		TrustedProxies: s.trusted,
+		TrustedNets:    s.trustedNet,
 		AllowedOrigins: s.origins,
 	}
 	if !s.noBox {

@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	boxapi "github.com/platformco/platform/internal/box/httpapi"
+	courierapi "github.com/platformco/platform/internal/courier/httpapi"
 	identityapi "github.com/platformco/platform/internal/identity/httpapi"
+	keyholderapi "github.com/platformco/platform/internal/keyholder/httpapi"
 	"github.com/platformco/platform/internal/openapi"
 )
 
@@ -18,16 +20,26 @@ import (
 // that publish one, by service. The gateway's /openapi.json is their paths
 // as the edge routes them, plus the edge's own answers.
 func Documents() map[string][]byte {
-	return map[string][]byte{Identity: identityapi.OpenAPI(), Box: boxapi.OpenAPI()}
+	return map[string][]byte{
+		Identity: identityapi.OpenAPI(), Box: boxapi.OpenAPI(),
+		Courier: courierapi.OpenAPI(), Keyholder: keyholderapi.OpenAPI(),
+	}
 }
 
 // componentPrefix keeps the services' component names apart in the merged
-// document (both have a NotFound, a Health, ...).
-var componentPrefix = map[string]string{Identity: "Identity", Box: "Box"}
+// document (each has a NotFound, a Health, ...).
+var componentPrefix = map[string]string{Identity: "Identity", Box: "Box", Courier: "Courier", Keyholder: "Keyholder"}
 
 // servicePaths are a service's own paths that the gateway does not
 // forward: it answers them itself.
 var servicePaths = map[string]bool{"/healthz": true, "/readyz": true, "/openapi.json": true}
+
+// NotAtEdge are the paths a service documents that the edge never
+// forwards to it: courier's service-to-service routes (internalOnly) and
+// its development mailbox, served on courier's own port.
+var NotAtEdge = map[string]map[string]bool{
+	Courier: {"/v1/emails": true, "/v1/emails/{id}": true, "/v1/suppressions": true, "/dev/mail": true, "/dev/mail.json": true},
+}
 
 var operationMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -117,7 +129,7 @@ func buildOpenAPI() ([]byte, error) {
 		defaultSecurity := renamed["security"]
 		docPaths, _ := renamed["paths"].(map[string]any)
 		for p, item := range docPaths {
-			if servicePaths[p] {
+			if servicePaths[p] || NotAtEdge[name][p] {
 				continue
 			}
 			ops, _ := item.(map[string]any)

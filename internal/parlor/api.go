@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -114,6 +115,10 @@ func (c *Client) doConflict(ctx context.Context, token, method, path string, bod
 	}
 	// The page's trace continues through the gateway into the services.
 	req.Header.Set(httpx.TraceparentHeader, httpx.TraceFrom(ctx).Traceparent())
+	// The gateway limits sign-ins per browser address, not per parlor.
+	if chain, ok := ctx.Value(forwardedForKey{}).(string); ok {
+		req.Header.Set("X-Forwarded-For", chain)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("platform API %s %s: %w", method, path, err)
@@ -544,4 +549,25 @@ func (c *Client) PublishRelease(ctx context.Context, token, product, version, no
 	}
 	err := c.do(ctx, token, "POST", "/v1/operator/releases", body, &out)
 	return out.Release, err
+}
+
+type forwardedForKey struct{}
+
+// forwardFor keeps, for the API calls a page makes, the X-Forwarded-For
+// chain a proxy sends: the one parlor received with the address it
+// received it from appended. The gateway believes the chain only from the
+// addresses in its TRUSTED_PROXIES, reading it from the right, so an entry
+// a browser wrote itself is never taken for its address.
+func forwardFor(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		peer, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			peer = r.RemoteAddr
+		}
+		chain := peer
+		if prior := strings.Join(r.Header.Values("X-Forwarded-For"), ", "); prior != "" {
+			chain = prior + ", " + peer
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardedForKey{}, chain)))
+	})
 }

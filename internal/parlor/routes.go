@@ -92,6 +92,7 @@ func New(d Deps) (http.Handler, error) {
 			http.Error(w, "internal error", http.StatusInternalServerError)
 		}),
 		secureHeaders,
+		forwardFor,
 		cop.Handler,
 		s.readForm,
 	), nil

@@ -78,12 +78,12 @@ func startStack(t testing.TB) *stack {
 		"BOX_MASTER_KEY": base64.StdEncoding.EncodeToString(key)}), &boxCfg); err != nil {
 		t.Fatal(err)
 	}
-	gwCfg, err := gatewaycmd.LoadConfig(envOf(map[string]string{
+	var gwCfg gatewaycmd.Config
+	if err := config.Load(ctx, envOf(map[string]string{
 		"IDENTITY_URL": idURL, "IDENTITY_ISSUER": idURL, "BOX_URL": boxURL,
 		// Every test request reaches the gateway from parlor's one address.
 		"GATEWAY_RATE_LIMIT": "100000",
-	}))
-	if err != nil {
+	}), &gwCfg); err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)

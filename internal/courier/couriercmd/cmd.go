@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/cli"
+	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/courier"
 	"github.com/platformco/platform/internal/courier/httpapi"
 	"github.com/platformco/platform/internal/courier/identityclient"
@@ -48,8 +49,8 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		if len(args) > 1 {
 			return cli.Usagef("courier serve takes no arguments")
 		}
-		cfg, err := LoadConfig(env.Getenv)
-		if err != nil {
+		var cfg Config
+		if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
 			return err
 		}
 		ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
@@ -103,25 +104,22 @@ func migrate(ctx context.Context, databaseURL string) (int, error) {
 	return n + m, err
 }
 
+// errConsumerBehind stops courier like a schema behind: the stream
+// consumer's tables are migrated by the same command.
+var errConsumerBehind = errors.New("the event consumer's tables are not current: run `platform courier migrate` first")
+
 // Serve runs courier on ln until ctx is done: the HTTP API, the send loop
-// and, with EVENTS_URL, the outbox publisher. It does not migrate; a
+// and, with EVENTS_URL, the outbox publisher. It does not migrate: a
 // schema that is behind stops it with a line naming the command that
-// brings it up to date.
+// brings it up to date; while the database does not answer it serves 503
+// until it does (sqldb.Gate), and then starts its loops.
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
 	defer ln.Close()
-	db, err := sqldb.Open(ctx, cfg.DatabaseURL)
+	db, err := sqldb.New(cfg.DatabaseURL, sqldb.Options{Timeout: cfg.DatabaseTimeout})
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
-	if pending, err := db.Pending(ctx, sqlstore.Migrations); err != nil {
-		return fmt.Errorf("DATABASE_URL: read schema version: %w", err)
-	} else if pending {
-		return errors.New("DATABASE_URL: the database schema is not current: run `platform courier migrate` first")
-	}
-	if pending, err := consumer.Pending(ctx, db); err != nil || pending {
-		return errors.New("DATABASE_URL: the event consumer's tables are not current: run `platform courier migrate` first")
-	}
 	sealer, err := courier.NewSealer(cfg.SecretBoxKey)
 	if err != nil {
 		return fmt.Errorf("COURIER_SECRET_BOX_KEY: %w", err)
@@ -133,16 +131,11 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	identity := identityclient.New(identityclient.Options{Issuer: cfg.IdentityIssuer, BaseURL: cfg.IdentityURL,
 		Timeout: cfg.IdentityTimeout, Logger: logger})
 	if cfg.IdentityIssuer == "" || cfg.IdentityURL == "" {
-		logger.Warn("IDENTITY_ISSUER or COURIER_IDENTITY_URL is empty: every signed-in user's call answers 503")
+		logger.WarnContext(ctx, "IDENTITY_ISSUER or COURIER_IDENTITY_URL is empty: every signed-in user's call answers 503")
 	}
-	store := sqlstore.New(db)
-	svc := courier.NewService(store, sealer, identity)
-	hooks := courier.NewWebhooks(store, identity, sealer, cfg.Development())
-	deliverer := webhooks.NewDeliverer(store, hooks, webhooks.NewClient(cfg.Development()), webhooks.Options{}, logger)
-	deps := httpapi.Deps{
-		Service: svc, Webhooks: hooks, KickDeliveries: deliverer.Kick, Tokens: cfg.tokens, Idempotency: idempotency.New(db, cfg.SecretBoxKey), Logger: logger,
-		DatabaseTimeout: cfg.DatabaseTimeout, Ready: Readiness(db, logger),
-	}
+	gate := sqldb.NewGate(db, sqlstore.Migrations, "platform courier migrate")
+	deps := httpapi.Deps{Tokens: cfg.tokens, Logger: logger, DatabaseTimeout: cfg.DatabaseTimeout,
+		Ready: Readiness(gate, db, logger), Waiting: true}
 	var mailer courier.Mailer
 	switch cfg.MailAdapter {
 	case AdapterLocal:
@@ -159,56 +152,127 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		mailer = m
 	}
 	if len(cfg.tokens) == 0 {
-		logger.Warn("COURIER_SERVICE_TOKENS is empty: every service route answers 401")
+		logger.WarnContext(ctx, "COURIER_SERVICE_TOKENS is empty: every service route answers 401")
+	}
+	if cfg.EventsURL == "" {
+		logger.WarnContext(ctx, "EVENTS_URL is empty: no webhook is delivered")
+	}
+	h := httpx.NewSwitch(httpapi.NewServer(deps))
+
+	// The loops start when the gate opens, perhaps later from the gate's
+	// goroutine; they stop (and are waited for) when Serve returns.
+	loopCtx, stopLoops := context.WithCancel(ctx)
+	var (
+		wg          sync.WaitGroup
+		mu          sync.Mutex
+		stopOutbox  = func() {}
+		firstOpened = true
+		firstErr    error
+	)
+	defer func() {
+		stopLoops()
+		mu.Lock()
+		stopOutbox()
+		mu.Unlock()
+		wg.Wait()
+	}()
+	open := func(ctx context.Context) error {
+		err := openLoops(ctx, loopCtx, db, cfg, &deps, sealer, renderer, mailer, identity, logger, &wg, func(stop func()) {
+			mu.Lock()
+			stopOutbox = stop
+			mu.Unlock()
+		})
+		if err == nil {
+			h.Set(httpapi.NewServer(deps))
+		}
+		mu.Lock()
+		if firstOpened {
+			firstOpened, firstErr = false, err
+		}
+		mu.Unlock()
+		return err
+	}
+	if err := gate.Start(loopCtx, time.Second, logger, open); err != nil {
+		return fmt.Errorf("courier: %w", err)
+	}
+	mu.Lock()
+	behind := errors.Is(firstErr, errConsumerBehind)
+	mu.Unlock()
+	if behind {
+		return fmt.Errorf("courier: %w", errConsumerBehind)
+	}
+	return httpx.Serve(ctx, ln, h, logger)
+}
+
+// openLoops builds what needs the database into deps and starts courier's
+// loops under loopCtx: the send loop, the idempotency purge, identity's key
+// refresh, webhook deliveries and, with EVENTS_URL, the outbox publisher
+// and the stream consumer.
+func openLoops(ctx, loopCtx context.Context, db *sqldb.DB, cfg Config, deps *httpapi.Deps, sealer *courier.Sealer, renderer *courier.Renderer,
+	mailer courier.Mailer, identity *identityclient.Client, logger *slog.Logger, wg *sync.WaitGroup, setStopOutbox func(func())) error {
+	if pending, err := consumer.Pending(ctx, db); err != nil {
+		return err
+	} else if pending {
+		return errConsumerBehind
 	}
 	if cfg.EventsURL != "" {
-		stop, err := outbox.Start(ctx, db, cfg.EventsURL, outbox.Options{Service: "courier"}, logger)
+		stop, err := outbox.Start(loopCtx, db, cfg.EventsURL, outbox.Options{Service: "courier"}, logger)
 		if err != nil {
 			return err
 		}
-		defer stop()
+		setStopOutbox(stop)
 	}
-	loopCtx, stopLoop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+	store := sqlstore.New(db)
+	svc := courier.NewService(store, sealer, identity)
+	hooks := courier.NewWebhooks(store, identity, sealer, cfg.Development())
+	deliverer := webhooks.NewDeliverer(store, hooks, webhooks.NewClient(cfg.Development()), webhooks.Options{}, logger)
+	deps.Service, deps.Webhooks, deps.KickDeliveries = svc, hooks, deliverer.Kick
+	deps.Idempotency = idempotency.New(db, cfg.SecretBoxKey)
+	idem := deps.Idempotency
 	wg.Go(func() {
 		courier.NewSender(svc, renderer, mailer, courier.SenderOptions{From: cfg.MailFrom}, logger).Run(loopCtx)
 	})
-	wg.Go(func() { purgeIdempotency(loopCtx, deps.Idempotency, logger) })
+	wg.Go(func() { purgeIdempotency(loopCtx, idem, logger) })
 	wg.Go(func() { identity.Run(loopCtx) })
 	wg.Go(func() { deliverer.Run(loopCtx) })
 	if cfg.EventsURL != "" {
 		wg.Go(func() {
 			if err := webhooks.Consume(loopCtx, db, cfg.EventsURL, logger); err != nil {
-				logger.Error("webhooks: the event consumer stopped", "error", err.Error())
+				logger.ErrorContext(loopCtx, "webhooks: the event consumer stopped", "err", err.Error())
 			}
 		})
-	} else {
-		logger.Warn("EVENTS_URL is empty: no webhook is delivered")
 	}
-	defer func() { stopLoop(); wg.Wait() }()
-	return httpx.Serve(ctx, ln, httpapi.New(deps), logger)
+	return nil
 }
 
-// Readiness is ready while the database answers within ReadyBudget: a
-// database that is gone (refusing, or silent) reads as 503 within a
-// second, which is what a probe with a 1 s timeout needs to see.
-func Readiness(db *sqldb.DB, logger *slog.Logger) func(context.Context) httpx.Readiness {
+// Readiness is ready while the gate is open and the database answers
+// within ReadyBudget: a database that is gone (refusing, or silent) reads
+// as 503 within a second, which is what a probe with a 1 s timeout needs
+// to see. Before the gate opens it says what the gate says.
+func Readiness(gate *sqldb.Gate, db *sqldb.DB, logger *slog.Logger) func(context.Context) httpx.Readiness {
 	deps := string(db.Engine)
 	ok := httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": deps}}
 	down := httpx.Readiness{Ready: false, Body: map[string]string{"status": "unavailable", "deps": deps}}
+	behind := httpx.Readiness{Ready: false, Body: map[string]string{"status": "unavailable", "deps": deps, "migrations": "pending"}}
 	var warned atomic.Bool
 	return func(ctx context.Context) httpx.Readiness {
+		if !gate.Open() {
+			if gate.Status(ctx) == "migrations_pending" {
+				return behind
+			}
+			return down
+		}
 		ctx, cancel := context.WithTimeout(ctx, ReadyBudget)
 		defer cancel()
 		var one int
 		if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
 			if !warned.Swap(true) {
-				logger.Warn("readiness: database does not answer", "error", err.Error())
+				logger.WarnContext(ctx, "readiness: database does not answer", "err", err.Error())
 			}
 			return down
 		}
 		if warned.Swap(false) {
-			logger.Info("readiness: database answers again")
+			logger.InfoContext(ctx, "readiness: database answers again")
 		}
 		return ok
 	}
@@ -223,7 +287,7 @@ func purgeIdempotency(ctx context.Context, s *idempotency.Store, logger *slog.Lo
 			return
 		case <-t.C:
 			if _, err := s.Purge(ctx); err != nil && ctx.Err() == nil {
-				logger.Warn("idempotency purge failed", "error", err.Error())
+				logger.WarnContext(ctx, "idempotency purge failed", "err", err.Error())
 			}
 		}
 	}

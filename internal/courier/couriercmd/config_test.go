@@ -1,14 +1,23 @@
 package couriercmd
 
 import (
+	"context"
 	"encoding/base64"
 	"strings"
 	"testing"
+
+	"github.com/platformco/platform/internal/config"
 )
 
 var testKey = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func loadConfig(getenv func(string) string) (Config, error) {
+	var cfg Config
+	err := config.Load(context.Background(), getenv, &cfg)
+	return cfg, err
+}
 
 // baseEnv is a valid production configuration; cases change one thing.
 func baseEnv() map[string]string {
@@ -22,7 +31,7 @@ func baseEnv() map[string]string {
 	}
 }
 
-func TestLoadConfig(t *testing.T) {
+func TestConfig(t *testing.T) {
 	tests := []struct {
 		name    string
 		change  map[string]string
@@ -42,12 +51,12 @@ func TestLoadConfig(t *testing.T) {
 		{"ErrUnknownAdapterInDevelopment", map[string]string{"COURIER_ENV": "development", "COURIER_MAIL_ADAPTER": "pigeon"}, "COURIER_MAIL_ADAPTER: must be smtp or local"},
 		{"ErrSMTPHostMissing", map[string]string{"COURIER_SMTP_HOST": ""}, "COURIER_SMTP_HOST: is required"},
 		{"ErrSMTPHostNoPort", map[string]string{"COURIER_SMTP_HOST": "smtp.example.com"}, "COURIER_SMTP_HOST: must be host:port"},
-		{"ErrSMTPTLS", map[string]string{"COURIER_SMTP_TLS": "ssl"}, "COURIER_SMTP_TLS: must be starttls, tls or none"},
+		{"ErrSMTPTLS", map[string]string{"COURIER_SMTP_TLS": "ssl"}, "COURIER_SMTP_TLS: must be one of starttls, tls, none"},
 		{"ErrFromMissing", map[string]string{"COURIER_MAIL_FROM": ""}, "COURIER_MAIL_FROM: is required"},
 		{"ErrFromMalformed", map[string]string{"COURIER_MAIL_FROM": "Platform no-reply"}, "COURIER_MAIL_FROM: must be an address"},
 		{"ErrDatabaseURL", map[string]string{"DATABASE_URL": "mysql://x"}, "DATABASE_URL:"},
 		{"ErrDatabaseURLMissing", map[string]string{"DATABASE_URL": ""}, "DATABASE_URL: is required"},
-		{"ErrPort", map[string]string{"PORT": "http"}, "PORT: must be a whole number"},
+		{"ErrPort", map[string]string{"PORT": "http"}, "PORT: must be a port number"},
 		{"ErrDatabaseTimeout", map[string]string{"DATABASE_TIMEOUT": "5"}, "DATABASE_TIMEOUT:"},
 		{"ErrServiceTokenShortSecret", map[string]string{"COURIER_SERVICE_TOKENS": "identity:short"}, "COURIER_SERVICE_TOKENS: entry 1 (identity): the secret must be at least 32"},
 		{"ErrServiceTokenMalformed", map[string]string{"COURIER_SERVICE_TOKENS": "identity"}, "COURIER_SERVICE_TOKENS: entry 1 must be name:secret"},
@@ -60,10 +69,10 @@ func TestLoadConfig(t *testing.T) {
 			for k, v := range tt.change {
 				env[k] = v
 			}
-			cfg, err := LoadConfig(envOf(env))
+			cfg, err := loadConfig(envOf(env))
 			if tt.wantErr == "" {
 				if err != nil {
-					t.Fatalf("LoadConfig: %v", err)
+					t.Fatalf("config.Load: %v", err)
 				}
 				if cfg.Port != 4000 {
 					t.Errorf("Port = %d, want the default 4000", cfg.Port)
@@ -71,7 +80,7 @@ func TestLoadConfig(t *testing.T) {
 				return
 			}
 			if err == nil {
-				t.Fatalf("LoadConfig succeeded, want an error starting %q", tt.wantErr)
+				t.Fatalf("config.Load succeeded, want an error starting %q", tt.wantErr)
 			}
 			if msg := err.Error(); !strings.HasPrefix(msg, tt.wantErr) || strings.Contains(msg, "\n") {
 				t.Errorf("error = %q, want one line starting %q", msg, tt.wantErr)

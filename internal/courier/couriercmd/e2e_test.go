@@ -1,6 +1,7 @@
 package couriercmd
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -58,6 +59,12 @@ func TestServeDeliversToTheLocalMailboxAndPublishes(t *testing.T) {
 			t.Errorf("GET /dev/mail = %d %s", page.StatusCode, page.Header.Get("Content-Type"))
 		}
 		_, js := eventstest.Connect(t, broker)
+		// The publisher declares the stream on its first batch, after the
+		// send is answered: ReadStream would fail on a stream not there yet.
+		testutil.Eventually(t, 10*time.Second, "the stream declared", func() bool {
+			_, err := js.Stream(context.Background(), broker.Stream.Name)
+			return err == nil
+		})
 		testutil.Eventually(t, 10*time.Second, "queued and delivered in the stream", func() bool {
 			seen := map[string]bool{}
 			for _, msg := range eventstest.ReadStream(t, js, broker) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -28,9 +29,9 @@ func serve(t *testing.T, env map[string]string) string {
 	for k, v := range env {
 		all[k] = v
 	}
-	cfg, err := LoadConfig(envOf(all))
+	cfg, err := loadConfig(envOf(all))
 	if err != nil {
-		t.Fatalf("LoadConfig: %v", err)
+		t.Fatalf("config.Load: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -87,7 +88,7 @@ func TestServeRefusesASchemaBehind(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		env := baseEnv()
 		env["DATABASE_URL"] = sqltest.URL(t, engine)
-		cfg, err := LoadConfig(envOf(env))
+		cfg, err := loadConfig(envOf(env))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,5 +211,42 @@ func TestReadinessUnavailableWithinOneSecondOfTheDatabaseGoingSilent(t *testing.
 		if status != 503 || body["status"] != "unavailable" || body["deps"] != "postgres" {
 			t.Errorf("readyz = %d %v, want 503 {unavailable, postgres}", status, body)
 		}
+	}
+}
+
+// TestServeDatabaseDownAtStart: courier starts with its database down
+// (healthz 200, readyz 503, /v1 503 unavailable in problem+json) and
+// serves by itself once the database answers.
+func TestServeDatabaseDownAtStart(t *testing.T) {
+	direct := migrated(t, sqldb.Postgres)
+	proxy := sqltest.NewProxy(t, sqltest.Target(t, direct))
+	proxy.Down.Store(true)
+	base := serve(t, map[string]string{"DATABASE_URL": proxy.URL(t, direct), "DATABASE_TIMEOUT": "500ms"})
+	if res, err := http.Get(base + "/healthz"); err != nil || res.StatusCode != 200 {
+		t.Fatalf("healthz with the database down: %v %v, want 200", res, err)
+	}
+	if status, body := probe(t, base+"/readyz"); status != 503 || body["status"] != "unavailable" {
+		t.Errorf("readyz with the database down: %d %v, want 503 unavailable", status, body)
+	}
+	send := func() (int, string) {
+		t.Helper()
+		res, err := http.Post(base+"/v1/emails", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if status, body := send(); status != 503 || !strings.Contains(body, `"code":"unavailable"`) {
+		t.Errorf("POST /v1/emails with the database down: %d %s, want 503 unavailable", status, body)
+	}
+	proxy.Down.Store(false)
+	testutil.Eventually(t, 15*time.Second, "courier ready once the database answers", func() bool {
+		status, _ := probe(t, base+"/readyz")
+		return status == 200
+	})
+	if status, body := send(); status != 401 {
+		t.Errorf("POST /v1/emails once the database answers: %d %s, want the 401 of a call without a service token", status, body)
 	}
 }

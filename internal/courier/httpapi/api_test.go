@@ -64,7 +64,7 @@ func newEnvWith(t *testing.T, engine sqldb.Engine, dbTimeout time.Duration, read
 	}
 	idp := startIdentity(t, engine)
 	svc := courier.NewService(sqlstore.New(db), sealer, idp.client)
-	h := httpapi.New(httpapi.Deps{
+	h := httpapi.NewServer(httpapi.Deps{
 		Service: svc, Tokens: tokens, Idempotency: idempotency.New(db, make([]byte, idempotency.SecretSize)), Logger: discard(),
 		Mailbox: box.Page(), MailboxJSON: box.JSON(), DatabaseTimeout: dbTimeout,
 		Ready: func(context.Context) httpx.Readiness {

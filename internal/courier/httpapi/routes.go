@@ -18,7 +18,12 @@ import (
 // Deps are what the handler needs. Mailbox is set only with the local
 // mail adapter (development), and serves /dev/mail.
 type Deps struct {
-	Service  *courier.Service
+	// Service and Webhooks are nil while Waiting.
+	Service *courier.Service
+	// Waiting is true while the database has not yet answered with a
+	// current schema (sqldb.Gate): every /v1 route answers 503
+	// unavailable.
+	Waiting  bool
 	Webhooks *courier.Webhooks
 	// KickDeliveries, when set, wakes the delivery loop (a manual retry
 	// is delivered at once).
@@ -32,16 +37,41 @@ type Deps struct {
 	DatabaseTimeout time.Duration
 }
 
-// New returns courier's handler.
-func New(d Deps) http.Handler {
-	h := &handlers{svc: d.Service, hooks: d.Webhooks, kick: d.KickDeliveries, tokens: d.Tokens, logger: d.Logger, dbTimeout: d.DatabaseTimeout}
-	if h.dbTimeout <= 0 {
-		h.dbTimeout = 5 * time.Second
+// NewServer returns courier's handler.
+func NewServer(d Deps) http.Handler {
+	if d.Ready == nil {
+		d.Ready = httpx.NoDatabase
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpx.Healthz())
 	mux.Handle("GET /readyz", httpx.Readyz(d.Ready))
 	mux.Handle("GET /openapi.json", openapi.Handler(openapiDocument))
+	if d.Mailbox != nil {
+		mux.Handle("GET /dev/mail", d.Mailbox)
+		mux.Handle("GET /dev/mail.json", d.MailboxJSON)
+	}
+	switch {
+	case d.Service != nil:
+		routes(mux, d)
+	case d.Waiting:
+		mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "1")
+			httpx.WriteProblem(w, r, http.StatusServiceUnavailable, courier.CodeUnavailable, "the service is temporarily unavailable; try again shortly", nil)
+		})
+	}
+	return httpx.Finish(mux, d.Logger, refuse)
+}
+
+// refuse writes httpx.Finish's refusals in problem+json.
+func refuse(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	httpx.WriteProblem(w, r, status, code, message, nil)
+}
+
+func routes(mux *http.ServeMux, d Deps) {
+	h := &handlers{svc: d.Service, hooks: d.Webhooks, kick: d.KickDeliveries, tokens: d.Tokens, logger: d.Logger, dbTimeout: d.DatabaseTimeout}
+	if h.dbTimeout <= 0 {
+		h.dbTimeout = 5 * time.Second
+	}
 
 	once := func(fn http.HandlerFunc) http.Handler {
 		return d.Idempotency.Wrap(func(r *http.Request) string { return "service:" + callerOf(r) },
@@ -62,33 +92,4 @@ func New(d Deps) http.Handler {
 	mux.HandleFunc("POST /v1/accounts/{account_id}/webhook_endpoints/{endpoint_id}/rotate_secret", h.rotateSecret)
 	mux.HandleFunc("GET /v1/accounts/{account_id}/webhook_endpoints/{endpoint_id}/deliveries", h.listDeliveries)
 	mux.HandleFunc("POST /v1/accounts/{account_id}/webhook_endpoints/{endpoint_id}/deliveries/{delivery_id}/retry", h.retryDelivery)
-	if d.Mailbox != nil {
-		mux.Handle("GET /dev/mail", d.Mailbox)
-		mux.Handle("GET /dev/mail.json", d.MailboxJSON)
-	}
-	mux.Handle("/", fallback(mux))
-	return httpx.Chain(mux, httpx.Observe(d.Logger, internalError))
-}
-
-// fallback answers what no route matched: 405 with Allow when the path
-// exists under another method, 404 otherwise.
-func fallback(mux *http.ServeMux) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var allowed []string
-		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
-			probe := r.Clone(r.Context())
-			probe.Method = m
-			if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
-				allowed = append(allowed, m)
-			}
-		}
-		if len(allowed) > 0 {
-			for _, m := range allowed {
-				w.Header().Add("Allow", m)
-			}
-			httpx.WriteProblem(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed", nil)
-			return
-		}
-		httpx.WriteProblem(w, r, http.StatusNotFound, courier.CodeNotFound, "no such resource", nil)
-	})
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -26,104 +27,129 @@ import (
 	"github.com/platformco/platform/internal/httpx"
 )
 
-// Config is the gateway's configuration (operations.md section 5).
+// Config is the gateway's configuration (operations.md section 5), read
+// by config.Load.
 type Config struct {
-	Port int // PORT, default 8080
-	// IdentityURL is identity's base address (IDENTITY_URL): the upstream
-	// for identity's routes and for /auth/*. Empty leaves those routes
-	// answering 404 upstream_not_configured.
-	IdentityURL string
+	Port int `env:"PORT, default=8080" rule:"port"`
+	// IdentityURL is identity's base address: the upstream for identity's
+	// routes and for /auth/*. Empty leaves those routes answering 404
+	// upstream_not_configured.
+	IdentityURL string `env:"IDENTITY_URL" rule:"url"`
 	// IdentityIssuer is the expected iss and the base of the key set's
-	// address (IDENTITY_ISSUER, default IdentityURL).
-	IdentityIssuer string
-	// JWKSTTL is how long a fetched key set is used (IDENTITY_JWKS_TTL_MS,
-	// default 300000 ms).
-	JWKSTTL time.Duration
-	// BoxURL is box's base address (BOX_URL). Empty leaves box's routes
-	// answering 404 upstream_not_configured.
-	BoxURL string
-	// CourierURL, KeyholderURL and ParlorURL (COURIER_URL, KEYHOLDER_URL,
-	// PARLOR_URL) are the optional upstreams of operations.md section 7;
-	// an empty one leaves its routes answering 404.
-	CourierURL   string
-	KeyholderURL string
-	ParlorURL    string
-	// RedisURL (REDIS_URL, optional) shares rate limits across replicas
-	// and enables /auth/*.
-	RedisURL string
-	// TrustedProxies is how many proxies in front append to
-	// X-Forwarded-For (TRUSTED_PROXIES, default 0).
+	// address; IdentityURL when unset.
+	IdentityIssuer string `env:"IDENTITY_ISSUER" rule:"url"`
+	// JWKSTTLMillis is how long a fetched key set is used; Validate sets
+	// JWKSTTL from it.
+	JWKSTTLMillis int `env:"IDENTITY_JWKS_TTL_MS, default=300000" rule:"positive"`
+	JWKSTTL       time.Duration
+	// BoxURL, CourierURL, KeyholderURL and ParlorURL are the upstreams of
+	// operations.md section 7; an empty one leaves its routes answering 404.
+	BoxURL       string `env:"BOX_URL" rule:"url"`
+	CourierURL   string `env:"COURIER_URL" rule:"url"`
+	KeyholderURL string `env:"KEYHOLDER_URL" rule:"url"`
+	ParlorURL    string `env:"PARLOR_URL" rule:"url"`
+	// RedisURL (optional) shares rate limits across replicas and enables
+	// /auth/*.
+	RedisURL string `env:"REDIS_URL"`
+	// Trusted is TRUSTED_PROXIES: how many proxies in front append to
+	// X-Forwarded-For (platform.md section 8), or the proxies' addresses
+	// and CIDR prefixes, comma-separated (such as parlor's, whose API calls
+	// carry the browser's address). Validate sets TrustedProxies or
+	// TrustedNets from it.
+	Trusted        string `env:"TRUSTED_PROXIES, default=0"`
 	TrustedProxies int
-	// RateLimit is requests per minute per caller (GATEWAY_RATE_LIMIT,
-	// default 600).
-	RateLimit int
+	TrustedNets    []netip.Prefix
+	// RateLimit is requests per minute per caller.
+	RateLimit int `env:"GATEWAY_RATE_LIMIT, default=600" rule:"positive"`
 	// AllowedOrigins may make cookie-authenticated state changes
-	// (GATEWAY_ALLOWED_ORIGINS, comma-separated; empty means the request's
-	// own host).
-	AllowedOrigins []string
+	// (comma-separated; empty means the request's own host).
+	AllowedOrigins []string `env:"GATEWAY_ALLOWED_ORIGINS"`
 	// RedisKeyPrefix starts every Redis key the gateway writes; "gateway:"
 	// unless set (tests use a unique one).
 	RedisKeyPrefix string
-	// DebugAddr (DEBUG_ADDR, loopback only) serves the profiling endpoints.
-	DebugAddr string
+	// DebugAddr serves the profiling endpoints, on loopback only.
+	DebugAddr string `env:"DEBUG_ADDR" rule:"loopback"`
 }
 
-// LoadConfig reads and validates the gateway's configuration. The error
-// names the first variable that breaks its rule.
-func LoadConfig(getenv func(string) string) (Config, error) {
-	r := config.New(getenv)
-	cfg := Config{
-		Port:           r.Port("PORT", 8080),
-		IdentityURL:    r.URL("IDENTITY_URL"),
-		BoxURL:         r.URL("BOX_URL"),
-		CourierURL:     r.URL("COURIER_URL"),
-		KeyholderURL:   r.URL("KEYHOLDER_URL"),
-		ParlorURL:      r.URL("PARLOR_URL"),
-		JWKSTTL:        time.Duration(r.PositiveInt("IDENTITY_JWKS_TTL_MS", 300000)) * time.Millisecond,
-		TrustedProxies: r.NonNegativeInt("TRUSTED_PROXIES", 0),
-		RateLimit:      r.PositiveInt("GATEWAY_RATE_LIMIT", 600),
-		RedisKeyPrefix: "gateway:",
-		DebugAddr:      r.LoopbackAddr("DEBUG_ADDR"),
+// Validate implements config.Validator: the rules that span fields, and
+// the values derived from the ones read.
+func (c *Config) Validate() error {
+	for _, u := range []*string{&c.IdentityURL, &c.IdentityIssuer, &c.BoxURL, &c.CourierURL, &c.KeyholderURL, &c.ParlorURL} {
+		*u = strings.TrimRight(*u, "/")
 	}
-	if err := r.Err(); err != nil {
-		return Config{}, err
+	if c.JWKSTTLMillis > 0 {
+		c.JWKSTTL = time.Duration(c.JWKSTTLMillis) * time.Millisecond
 	}
-	cfg.IdentityIssuer = strings.TrimSpace(getenv("IDENTITY_ISSUER"))
-	if cfg.IdentityIssuer != "" {
-		if r.URL("IDENTITY_ISSUER"); r.Err() != nil {
-			return Config{}, r.Err()
-		}
-	} else {
-		cfg.IdentityIssuer = cfg.IdentityURL
+	if err := c.parseTrusted(); err != nil {
+		return err
 	}
-	if cfg.IdentityIssuer == "" {
-		return Config{}, errors.New("IDENTITY_ISSUER: is required (or IDENTITY_URL, its default): tokens are verified against the issuer's key set")
+	if c.RedisKeyPrefix == "" {
+		c.RedisKeyPrefix = "gateway:"
 	}
-	if cfg.IdentityURL == "" && cfg.BoxURL == "" && cfg.CourierURL == "" && cfg.KeyholderURL == "" && cfg.ParlorURL == "" {
-		return Config{}, errors.New("IDENTITY_URL: is required unless another upstream (BOX_URL, COURIER_URL, KEYHOLDER_URL, PARLOR_URL) is set: a gateway with no upstream serves nothing")
+	if c.IdentityIssuer == "" {
+		c.IdentityIssuer = c.IdentityURL
 	}
-	if v := strings.TrimSpace(getenv("REDIS_URL")); v != "" {
-		if _, err := redis.ParseURL(v); err != nil {
+	if c.IdentityIssuer == "" {
+		return errors.New("IDENTITY_ISSUER: is required (or IDENTITY_URL, its default): tokens are verified against the issuer's key set")
+	}
+	if c.IdentityURL == "" && c.BoxURL == "" && c.CourierURL == "" && c.KeyholderURL == "" && c.ParlorURL == "" {
+		return errors.New("IDENTITY_URL: is required unless another upstream (BOX_URL, COURIER_URL, KEYHOLDER_URL, PARLOR_URL) is set: a gateway with no upstream serves nothing")
+	}
+	if c.RedisURL != "" {
+		if _, err := redis.ParseURL(c.RedisURL); err != nil {
 			// The URL may hold a password: it is not echoed.
-			return Config{}, errors.New("REDIS_URL: must be a well-formed redis:// or rediss:// URL (redis[s]://[user:password@]host[:port][/db])")
-		}
-		cfg.RedisURL = v
-	}
-	if v := strings.TrimSpace(getenv("GATEWAY_ALLOWED_ORIGINS")); v != "" {
-		for _, o := range strings.Split(v, ",") {
-			o = strings.TrimSpace(o)
-			if o == "" {
-				continue
-			}
-			u, err := url.Parse(o)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-				(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil || u.Fragment != "" {
-				return Config{}, fmt.Errorf("GATEWAY_ALLOWED_ORIGINS: each entry must be an origin such as https://app.example.com, got %q", o)
-			}
-			cfg.AllowedOrigins = append(cfg.AllowedOrigins, u.Scheme+"://"+strings.ToLower(u.Host))
+			return errors.New("REDIS_URL: must be a well-formed redis:// or rediss:// URL (redis[s]://[user:password@]host[:port][/db])")
 		}
 	}
-	return cfg, nil
+	var origins []string
+	for _, o := range c.AllowedOrigins {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil || u.Fragment != "" {
+			return fmt.Errorf("GATEWAY_ALLOWED_ORIGINS: each entry must be an origin such as https://app.example.com, got %q", o)
+		}
+		origins = append(origins, u.Scheme+"://"+strings.ToLower(u.Host))
+	}
+	c.AllowedOrigins = origins
+	return nil
+}
+
+// parseTrusted reads TRUSTED_PROXIES: a whole number of proxies, or a list
+// of addresses and prefixes.
+func (c *Config) parseTrusted() error {
+	v := strings.TrimSpace(c.Trusted)
+	if v == "" {
+		return nil
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 0 {
+			return fmt.Errorf("TRUSTED_PROXIES: must be a whole number of proxies (0 or more) or a list of addresses, got %q", v)
+		}
+		c.TrustedProxies, c.TrustedNets = n, nil
+		return nil
+	}
+	c.TrustedProxies, c.TrustedNets = 0, nil
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(e); err == nil {
+			c.TrustedNets = append(c.TrustedNets, p.Masked())
+			continue
+		}
+		ip, err := netip.ParseAddr(e)
+		if err != nil {
+			return fmt.Errorf("TRUSTED_PROXIES: each entry must be an address or a CIDR prefix such as 10.0.0.0/8, got %q", e)
+		}
+		ip = ip.Unmap()
+		c.TrustedNets = append(c.TrustedNets, netip.PrefixFrom(ip, ip.BitLen()))
+	}
+	return nil
 }
 
 // Serve runs the gateway on ln until ctx is done, then drains in-flight
@@ -154,6 +180,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		Verifier:       gateway.NewVerifier(keys, cfg.IdentityIssuer),
 		Keys:           keys,
 		TrustedProxies: cfg.TrustedProxies,
+		TrustedNets:    cfg.TrustedNets,
 		AllowedOrigins: cfg.AllowedOrigins,
 		Logger:         logger,
 	}
@@ -194,7 +221,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	logger.Info("gateway configured", "identity_url", cfg.IdentityURL, "box_url", cfg.BoxURL,
 		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "parlor_url", cfg.ParlorURL,
 		"issuer", cfg.IdentityIssuer, "jwks_ttl_ms", cfg.JWKSTTL.Milliseconds(), "redis", cfg.RedisURL != "",
-		"browser_sessions", g.BrowserSessions(), "trusted_proxies", cfg.TrustedProxies, "rate_limit_per_minute", cfg.RateLimit)
+		"browser_sessions", g.BrowserSessions(), "trusted_proxies", cfg.Trusted, "rate_limit_per_minute", cfg.RateLimit)
 	return serve(ctx, ln, g, logger)
 }
 
@@ -279,8 +306,8 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		if fs.NArg() > 0 {
 			return cli.Usagef("gateway serve: unexpected argument %q", fs.Arg(0))
 		}
-		cfg, err := LoadConfig(env.Getenv)
-		if err != nil {
+		var cfg Config
+		if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
 			return err
 		}
 		ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))

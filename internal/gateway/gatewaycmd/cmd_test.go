@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/cli"
+	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/gateway/gatewaytest"
 	"github.com/platformco/platform/internal/testutil"
 )
@@ -22,7 +23,13 @@ func env(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
 }
 
-func TestLoadConfig(t *testing.T) {
+func loadConfig(getenv func(string) string) (Config, error) {
+	var cfg Config
+	err := config.Load(context.Background(), getenv, &cfg)
+	return cfg, err
+}
+
+func TestConfig(t *testing.T) {
 	base := map[string]string{"IDENTITY_URL": "http://identity:8081", "BOX_URL": "http://box:8082"}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}
@@ -48,6 +55,7 @@ func TestLoadConfig(t *testing.T) {
 		{"ErrRedisGarbage", with("REDIS_URL", "::not a url"), "REDIS_URL"},
 		{"ErrRedisBadDB", with("REDIS_URL", "redis://127.0.0.1:6379/notadb"), "REDIS_URL"},
 		{"ErrTrustedProxiesNegative", with("TRUSTED_PROXIES", "-1"), "TRUSTED_PROXIES"},
+		{"ErrTrustedProxiesNotAnAddress", with("TRUSTED_PROXIES", "127.0.0.1, parlor"), "TRUSTED_PROXIES"},
 		{"ErrRateLimitZero", with("GATEWAY_RATE_LIMIT", "0"), "GATEWAY_RATE_LIMIT"},
 		{"ErrPort", with("PORT", "99999"), "PORT"},
 		{"ErrDebugAddrPublic", with("DEBUG_ADDR", "192.0.2.1:6060"), "DEBUG_ADDR"},
@@ -62,21 +70,21 @@ func TestLoadConfig(t *testing.T) {
 	}
 	for _, tt := range errTests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := LoadConfig(env(tt.vars))
+			_, err := loadConfig(env(tt.vars))
 			if err == nil || !strings.HasPrefix(err.Error(), tt.wantVar+":") {
 				t.Fatalf("err = %v, want one naming %s", err, tt.wantVar)
 			}
 		})
 	}
 	t.Run("ErrRedisPasswordNotEchoed", func(t *testing.T) {
-		_, err := LoadConfig(env(with("REDIS_URL", "redis://:hunter2@host:6379/x")))
+		_, err := loadConfig(env(with("REDIS_URL", "redis://:hunter2@host:6379/x")))
 		if err == nil || strings.Contains(err.Error(), "hunter2") {
 			t.Fatalf("err = %v, want a refusal that does not echo the password", err)
 		}
 	})
 
 	t.Run("OKDefaults", func(t *testing.T) {
-		cfg, err := LoadConfig(env(base))
+		cfg, err := loadConfig(env(base))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +94,7 @@ func TestLoadConfig(t *testing.T) {
 		}
 	})
 	t.Run("OKAllSet", func(t *testing.T) {
-		cfg, err := LoadConfig(env(map[string]string{
+		cfg, err := loadConfig(env(map[string]string{
 			"PORT": "9000", "IDENTITY_URL": "http://identity:8081", "IDENTITY_ISSUER": "https://id.example.com",
 			"IDENTITY_JWKS_TTL_MS": "1500", "BOX_URL": "http://box:8082", "REDIS_URL": "redis://:pw@127.0.0.1:6379/2",
 			"TRUSTED_PROXIES": "1", "GATEWAY_RATE_LIMIT": "60", "GATEWAY_ALLOWED_ORIGINS": "https://App.example.com, http://localhost:3000",
@@ -102,8 +110,21 @@ func TestLoadConfig(t *testing.T) {
 			t.Fatalf("config = %+v", cfg)
 		}
 	})
+	t.Run("OKTrustedAddresses", func(t *testing.T) {
+		cfg, err := loadConfig(env(with("TRUSTED_PROXIES", "127.0.0.1, ::1, 10.1.0.0/16")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range cfg.TrustedNets {
+			got = append(got, p.String())
+		}
+		if want := "127.0.0.1/32 ::1/128 10.1.0.0/16"; strings.Join(got, " ") != want || cfg.TrustedProxies != 0 {
+			t.Fatalf("trusted = %v (count %d), want %s", got, cfg.TrustedProxies, want)
+		}
+	})
 	t.Run("OKOnlyBox", func(t *testing.T) {
-		if _, err := LoadConfig(env(map[string]string{"BOX_URL": "http://box", "IDENTITY_ISSUER": "http://identity"})); err != nil {
+		if _, err := loadConfig(env(map[string]string{"BOX_URL": "http://box", "IDENTITY_ISSUER": "http://identity"})); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -138,7 +159,7 @@ func TestServe(t *testing.T) {
 	if u := os.Getenv("TEST_REDIS_URL"); u != "" {
 		vars["REDIS_URL"] = u
 	}
-	cfg, err := LoadConfig(env(vars))
+	cfg, err := loadConfig(env(vars))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,44 +15,60 @@ import (
 	"github.com/platformco/platform/internal/openapi"
 )
 
-// New returns keyholder's handler.
-func New(svc *keyholder.Service, front *registry.Front, logger *slog.Logger, readiness func(context.Context) httpx.Readiness) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", httpx.Healthz())
-	mux.Handle("GET /readyz", httpx.Readyz(readiness))
-	mux.Handle("GET /openapi.json", openapi.Handler(openapiDocument))
-	h := &handlers{svc: svc, logger: logger}
-	mux.HandleFunc("POST /v1/exchange", h.exchange)
-	mux.HandleFunc("DELETE /v1/credentials/{username}", h.deleteCredential)
-	mux.HandleFunc("GET /v1/accounts/{account_id}/pulls", h.pulls)
-	// The front takes every method (writes get the OCI DENIED) and every
-	// /v2 path, unclean ones included: it parses the escaped path itself.
-	mux.Handle("/v2/", front)
-	mux.Handle("/", fallback(mux))
-	return httpx.Chain(mux, httpx.Observe(logger, func(w http.ResponseWriter, r *http.Request) {
-		writeEnvelope(w, http.StatusInternalServerError, codeInternal, msgInternal, nil)
-	}))
+// Deps are what keyholder's handlers need.
+type Deps struct {
+	// Service and Front are nil while Waiting.
+	Service *keyholder.Service
+	Front   *registry.Front
+	// Waiting is true while the database has not yet answered with a
+	// current schema (sqldb.Gate): /v1 and /v2 answer 503 unavailable, each
+	// in its own envelope.
+	Waiting bool
+	// Realm names the /v2 Basic challenge (the public registry host).
+	Realm string
+	// Ready answers /readyz.
+	Ready  func(context.Context) httpx.Readiness
+	Logger *slog.Logger
 }
 
-// fallback answers what no route matched: 405 with Allow when the path
-// exists under another method, 404 otherwise.
-func fallback(mux *http.ServeMux) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var allowed []string
-		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
-			probe := r.Clone(r.Context())
-			probe.Method = m
-			if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
-				allowed = append(allowed, m)
-			}
-		}
-		if len(allowed) > 0 {
-			for _, m := range allowed {
-				w.Header().Add("Allow", m)
-			}
-			writeEnvelope(w, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed", nil)
-			return
-		}
-		writeEnvelope(w, http.StatusNotFound, keyholder.CodeNotFound, "not found", nil)
-	})
+// NewServer returns keyholder's handler.
+func NewServer(d Deps) http.Handler {
+	if d.Ready == nil {
+		d.Ready = httpx.NoDatabase
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", httpx.Healthz())
+	mux.Handle("GET /readyz", httpx.Readyz(d.Ready))
+	mux.Handle("GET /openapi.json", openapi.Handler(openapiDocument))
+	switch {
+	case d.Service != nil:
+		h := &handlers{svc: d.Service, logger: d.Logger}
+		mux.HandleFunc("POST /v1/exchange", h.exchange)
+		mux.HandleFunc("DELETE /v1/credentials/{username}", h.deleteCredential)
+		mux.HandleFunc("GET /v1/accounts/{account_id}/pulls", h.pulls)
+		// The front takes every method (writes get the OCI DENIED) and every
+		// /v2 path, unclean ones included: it parses the escaped path itself.
+		mux.Handle("/v2/", d.Front)
+	case d.Waiting:
+		mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "1")
+			writeEnvelope(w, http.StatusServiceUnavailable, keyholder.CodeUnavailable, "service temporarily unavailable", nil)
+		})
+		mux.Handle("/v2/", registry.Waiting(d.Realm))
+	}
+	return httpx.Finish(mux, d.Logger, refuse)
+}
+
+// refuse writes httpx.Finish's refusals in box's envelope, which keyholder
+// speaks under /v1.
+func refuse(w http.ResponseWriter, _ *http.Request, status int, code, message string) {
+	switch code {
+	case httpx.CodeNotFound:
+		message = "not found"
+	case httpx.CodeMethodNotAllowed:
+		message = "method not allowed"
+	case httpx.CodeInternal:
+		code, message = codeInternal, msgInternal
+	}
+	writeEnvelope(w, status, code, message, nil)
 }

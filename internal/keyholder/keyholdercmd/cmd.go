@@ -10,11 +10,11 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/platformco/platform/internal/box/identityclient"
 	"github.com/platformco/platform/internal/cli"
+	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/keyholder"
 	"github.com/platformco/platform/internal/keyholder/boxclient"
@@ -43,8 +43,8 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		if len(args) > 1 {
 			return cli.Usagef("keyholder serve takes no arguments")
 		}
-		cfg, err := LoadConfig(env.Getenv)
-		if err != nil {
+		var cfg Config
+		if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
 			return err
 		}
 		ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
@@ -74,41 +74,44 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 
 // Serve runs keyholder on ln until ctx is done. It does not migrate: a
 // schema that is behind stops it with a line naming the migrate command;
-// a database that does not answer at start does not (readiness is 503
-// until it does).
+// while the database does not answer it serves 503 until it does
+// (sqldb.Gate).
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
-	db, err := sqldb.Open(ctx, cfg.DatabaseURL)
+	db, err := sqldb.New(cfg.DatabaseURL, sqldb.Options{Timeout: cfg.DatabaseTimeout})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	pending, perr := db.Pending(pctx, sqlstore.Migrations)
-	cancel()
-	if perr == nil && pending {
-		ln.Close()
-		return errors.New("DATABASE_URL: keyholder's schema is behind; run `platform keyholder migrate`")
-	}
 	box := boxclient.New(cfg.BoxURL, 0, logger)
 	defer box.Close()
 	if cfg.IdentityURL == "" {
-		logger.Warn("KEYHOLDER_IDENTITY_URL is empty: GET /v1/accounts/{id}/pulls answers 503")
+		logger.WarnContext(ctx, "KEYHOLDER_IDENTITY_URL is empty: GET /v1/accounts/{id}/pulls answers 503")
 	}
 	identity := identityclient.New(cfg.IdentityURL, cfg.IdentityTimeout, logger)
 	defer identity.Close()
 	upstream := registry.NewUpstream(cfg.RegistryURL, cfg.RegistryUsername, cfg.RegistryPassword)
 	defer upstream.Close()
-	svc := keyholder.NewService(sqlstore.New(db), box, identity, cfg.CredentialTTL, cfg.PublicHost)
-	front := registry.New(svc, upstream, cfg.PublicHost, logger)
-	return httpx.Serve(ctx, ln, httpapi.New(svc, front, logger, Readiness(db, box, upstream, logger)), logger)
+	gate := sqldb.NewGate(db, sqlstore.Migrations, "platform keyholder migrate")
+	deps := httpapi.Deps{Logger: logger, Ready: Readiness(gate, db.Engine, box, upstream, logger), Waiting: true, Realm: cfg.PublicHost}
+	h := httpx.NewSwitch(httpapi.NewServer(deps))
+	err = gate.Start(ctx, time.Second, logger, func(context.Context) error {
+		deps.Service = keyholder.NewService(sqlstore.New(db), box, identity, cfg.CredentialTTL, cfg.PublicHost)
+		deps.Front = registry.New(deps.Service, upstream, cfg.PublicHost, logger)
+		h.Set(httpapi.NewServer(deps))
+		return nil
+	})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("keyholder: %w", err)
+	}
+	return httpx.Serve(ctx, ln, h, logger)
 }
 
-// Readiness is ready while the database answers with its schema current,
-// box's readiness answers and the upstream registry answers GET /v2/. The
-// body names each, never why.
-func Readiness(db *sqldb.DB, box *boxclient.Client, upstream *registry.Upstream, logger *slog.Logger) func(context.Context) httpx.Readiness {
-	var migrated atomic.Bool
+// Readiness is ready while the database answers with its schema current
+// (gate), box's readiness answers and the upstream registry answers GET
+// /v2/. The body names each, never why.
+func Readiness(gate *sqldb.Gate, engine sqldb.Engine, box *boxclient.Client, upstream *registry.Upstream, logger *slog.Logger) func(context.Context) httpx.Readiness {
 	state := func(err error) string {
 		if err != nil {
 			return "unavailable"
@@ -116,31 +119,21 @@ func Readiness(db *sqldb.DB, box *boxclient.Client, upstream *registry.Upstream,
 		return "ok"
 	}
 	return func(ctx context.Context) httpx.Readiness {
-		dbErr := db.Ready(ctx)
-		if dbErr == nil && !migrated.Load() {
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			pending, err := db.Pending(pctx, sqlstore.Migrations)
-			cancel()
-			switch {
-			case err != nil:
-				dbErr = err
-			case pending:
-				dbErr = errors.New("migrations pending")
-			default:
-				migrated.Store(true)
-			}
+		var dbErr error
+		if st := gate.Status(ctx); st != "ok" {
+			dbErr = errors.New(st)
 		}
 		boxErr := box.Ready(ctx)
 		regErr := upstream.Ready(ctx)
 		for name, err := range map[string]error{"database": dbErr, "box": boxErr, "registry": regErr} {
 			if err != nil {
-				logger.Warn("readiness: dependency unavailable", "dep", name, "error", err.Error())
+				logger.WarnContext(ctx, "readiness: dependency unavailable", "dep", name, "err", err.Error())
 			}
 		}
 		ready := dbErr == nil && boxErr == nil && regErr == nil
 		return httpx.Readiness{Ready: ready, Body: map[string]any{
 			"status": map[bool]string{true: "ok", false: "unavailable"}[ready],
-			"engine": string(db.Engine),
+			"engine": string(engine),
 			"deps":   map[string]string{"database": state(dbErr), "box": state(boxErr), "registry": state(regErr)},
 		}}
 	}

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/platformco/platform/internal/cli"
+	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdertest"
 	"github.com/platformco/platform/internal/sqldb"
@@ -18,6 +22,12 @@ import (
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+func loadConfig(getenv func(string) string) (keyholdercmd.Config, error) {
+	var cfg keyholdercmd.Config
+	err := config.Load(context.Background(), getenv, &cfg)
+	return cfg, err
+}
+
 func base() map[string]string {
 	return map[string]string{
 		"DATABASE_URL": "sqlite:/tmp/k.db", "KEYHOLDER_BOX_URL": "http://127.0.0.1:8082",
@@ -25,17 +35,17 @@ func base() map[string]string {
 	}
 }
 
-func TestLoadConfigDefaults(t *testing.T) {
-	cfg, err := keyholdercmd.LoadConfig(envOf(base()))
+func TestConfigDefaults(t *testing.T) {
+	cfg, err := loadConfig(envOf(base()))
 	if err != nil {
-		t.Fatalf("LoadConfig: %v", err)
+		t.Fatalf("config.Load: %v", err)
 	}
 	if cfg.Port != 8084 || cfg.CredentialTTL != time.Hour || cfg.PublicHost != "localhost:8084" {
 		t.Errorf("got port %d ttl %s host %q, want 8084 1h localhost:8084", cfg.Port, cfg.CredentialTTL, cfg.PublicHost)
 	}
 }
 
-func TestLoadConfigNamesTheVariable(t *testing.T) {
+func TestConfigNamesTheVariable(t *testing.T) {
 	tests := []struct {
 		name, key, value, want string
 	}{
@@ -43,9 +53,9 @@ func TestLoadConfigNamesTheVariable(t *testing.T) {
 		{"MissingRegistry", "KEYHOLDER_REGISTRY_URL", "", "KEYHOLDER_REGISTRY_URL: is required"},
 		{"MissingDatabase", "DATABASE_URL", "", "DATABASE_URL: is required"},
 		{"BadDatabase", "DATABASE_URL", "mysql://x", "DATABASE_URL:"},
-		{"BadPort", "PORT", "eighty", "PORT: must be a whole number"},
+		{"BadPort", "PORT", "eighty", "PORT: must be a port number"},
 		{"PortTooLarge", "PORT", "70000", "PORT: must be a port number"},
-		{"BadTTL", "KEYHOLDER_CREDENTIAL_TTL", "soon", "KEYHOLDER_CREDENTIAL_TTL: must be a Go duration"},
+		{"BadTTL", "KEYHOLDER_CREDENTIAL_TTL", "soon", "KEYHOLDER_CREDENTIAL_TTL: must be a positive Go duration"},
 		{"TTLOver24h", "KEYHOLDER_CREDENTIAL_TTL", "25h", "KEYHOLDER_CREDENTIAL_TTL: must be a positive Go duration of at most 24h"},
 		{"NegativeTTL", "KEYHOLDER_CREDENTIAL_TTL", "-1m", "KEYHOLDER_CREDENTIAL_TTL:"},
 		{"RelativeBoxURL", "KEYHOLDER_BOX_URL", "box:8082", "KEYHOLDER_BOX_URL: must be an absolute http(s) URL"},
@@ -57,7 +67,7 @@ func TestLoadConfigNamesTheVariable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := base()
 			env[tt.key] = tt.value
-			_, err := keyholdercmd.LoadConfig(envOf(env))
+			_, err := loadConfig(envOf(env))
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("got %v, want one line starting %q", err, tt.want)
 			}
@@ -162,5 +172,69 @@ func TestReadinessWhenBoxIsDown(t *testing.T) {
 	st, r := ready(t, p.KeyholderURL)
 	if st != http.StatusServiceUnavailable || r.Deps["box"] != "unavailable" || r.Deps["registry"] != "ok" {
 		t.Errorf("got %d %+v, want 503 naming box", st, r)
+	}
+}
+
+// TestServeDatabaseDownAtStart: keyholder starts with its database down
+// (healthz 200, readyz 503 naming the database, /v1 and /v2 503 each in
+// its own envelope) and serves by itself once the database answers.
+func TestServeDatabaseDownAtStart(t *testing.T) {
+	url := sqltest.URL(t, sqldb.Postgres)
+	if err := keyholdercmd.Migrate(context.Background(), url); err != nil {
+		t.Fatal(err)
+	}
+	proxy := sqltest.NewProxy(t, sqltest.Target(t, url))
+	proxy.Down.Store(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := keyholdercmd.Config{
+		DatabaseURL: proxy.URL(t, url), DatabaseTimeout: 500 * time.Millisecond, BoxURL: "http://127.0.0.1:1",
+		RegistryURL: "http://127.0.0.1:1", CredentialTTL: time.Hour, IdentityTimeout: time.Second, PublicHost: "registry.test",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- keyholdercmd.Serve(ctx, cfg, slog.New(slog.DiscardHandler), ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	base := "http://" + ln.Addr().String()
+	call := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, _ := call("GET", "/healthz", ""); code != 200 {
+		t.Errorf("healthz: %d, want 200", code)
+	}
+	if st, r := ready(t, base); st != 503 || r.Deps["database"] != "unavailable" {
+		t.Errorf("readyz: %d %+v, want 503 naming the database", st, r)
+	}
+	tests := []struct{ name, method, path, body, want string }{
+		{"Exchange", "POST", "/v1/exchange", `{"capability":"x"}`, `{"error":{"code":"unavailable"`},
+		{"Registry", "GET", "/v2/", "", `{"errors":[{"code":"UNAVAILABLE"`},
+	}
+	for _, tt := range tests {
+		if code, body := call(tt.method, tt.path, tt.body); code != 503 || !strings.HasPrefix(body, tt.want) {
+			t.Errorf("%s with the database down: %d %s, want 503 %s", tt.name, code, body, tt.want)
+		}
+	}
+	proxy.Down.Store(false)
+	poll(t, "the database to be ready", func() bool { _, r := ready(t, base); return r.Deps["database"] == "ok" })
+	if code, body := call("GET", "/v2/", ""); code != 401 {
+		t.Errorf("GET /v2/ once the database answers: %d %s, want the 401 of a request without credentials", code, body)
 	}
 }

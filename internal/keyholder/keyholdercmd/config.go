@@ -1,104 +1,61 @@
 package keyholdercmd
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/url"
-	"reflect"
 	"strings"
 	"time"
-
-	"github.com/sethvargo/go-envconfig"
 
 	"github.com/platformco/platform/internal/keyholder"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
-// Config is keyholder's configuration: each field's variable, default and
-// requirement are on its tag; the rules envconfig cannot state are in
-// validate.
+// Config is keyholder's configuration, read by config.Load: each field's
+// variable, default and rule are on its tag; Validate holds the rules that
+// span fields.
 type Config struct {
-	Port             int           `env:"PORT, default=8084"`
-	DatabaseURL      string        `env:"DATABASE_URL, required"`
-	BoxURL           string        `env:"KEYHOLDER_BOX_URL, required"`
-	IdentityURL      string        `env:"KEYHOLDER_IDENTITY_URL"`
-	RegistryURL      string        `env:"KEYHOLDER_REGISTRY_URL, required"`
+	Port            int           `env:"PORT, default=8084" rule:"port"`
+	DatabaseURL     string        `env:"DATABASE_URL, required"`
+	DatabaseTimeout time.Duration `env:"DATABASE_TIMEOUT, default=5s" rule:"positive"`
+	BoxURL          string        `env:"KEYHOLDER_BOX_URL, required" rule:"url"`
+	// IdentityURL empty makes GET /v1/accounts/{id}/pulls answer 503.
+	IdentityURL      string        `env:"KEYHOLDER_IDENTITY_URL" rule:"url"`
+	RegistryURL      string        `env:"KEYHOLDER_REGISTRY_URL, required" rule:"url"`
 	RegistryUsername string        `env:"KEYHOLDER_REGISTRY_USERNAME"`
 	RegistryPassword string        `env:"KEYHOLDER_REGISTRY_PASSWORD"`
-	CredentialTTL    time.Duration `env:"KEYHOLDER_CREDENTIAL_TTL, default=1h"`
-	PublicHost       string        `env:"KEYHOLDER_PUBLIC_HOST"`
-	IdentityTimeout  time.Duration `env:"KEYHOLDER_IDENTITY_TIMEOUT, default=2s"`
+	CredentialTTL    time.Duration `env:"KEYHOLDER_CREDENTIAL_TTL, default=1h" rule:"positive"`
+	// PublicHost is the registry host customers pull from; localhost:PORT
+	// when unset.
+	PublicHost      string        `env:"KEYHOLDER_PUBLIC_HOST"`
+	IdentityTimeout time.Duration `env:"KEYHOLDER_IDENTITY_TIMEOUT, default=2s" rule:"positive"`
 }
 
-// LoadConfig reads and validates keyholder's settings from getenv. An
-// error is one line naming the variable and the rule (never echoing a
-// password).
-func LoadConfig(getenv func(string) string) (Config, error) {
-	var cfg Config
-	lookup := envconfig.LookuperFunc(func(k string) (string, bool) {
-		v := strings.TrimSpace(getenv(k))
-		return v, v != ""
-	})
-	if err := envconfig.ProcessWith(context.Background(), &envconfig.Config{Target: &cfg, Lookuper: lookup}); err != nil {
-		return Config{}, nameVariable(err)
+// Validate implements config.Validator.
+func (c *Config) Validate() error {
+	if err := c.validate(); err != nil {
+		return err
 	}
-	if err := cfg.validate(); err != nil {
-		return Config{}, err
+	if c.PublicHost == "" {
+		c.PublicHost = fmt.Sprintf("localhost:%d", c.Port)
 	}
-	if cfg.PublicHost == "" {
-		cfg.PublicHost = fmt.Sprintf("localhost:%d", cfg.Port)
-	}
-	return cfg, nil
+	return nil
 }
 
-// nameVariable rewrites envconfig's "Field: problem" into "VARIABLE: rule".
-func nameVariable(err error) error {
-	msg := err.Error()
-	t := reflect.TypeFor[Config]()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !strings.HasPrefix(msg, f.Name+":") {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-		switch {
-		case strings.Contains(msg, envconfig.ErrMissingRequired.Error()):
-			return fmt.Errorf("%s: is required", name)
-		case f.Type == reflect.TypeFor[time.Duration]():
-			return fmt.Errorf("%s: must be a Go duration such as 1h", name)
-		case f.Type.Kind() == reflect.Int:
-			return fmt.Errorf("%s: must be a whole number", name)
-		default:
-			return fmt.Errorf("%s: cannot be read", name)
-		}
-	}
-	return err
-}
-
-func (c Config) validate() error {
-	if c.Port < 0 || c.Port > 65535 {
-		return fmt.Errorf("PORT: must be a port number from 0 to 65535, got %d", c.Port)
-	}
+func (c *Config) validate() error {
 	if _, _, err := sqldb.ParseURL(c.DatabaseURL); err != nil {
 		return fmt.Errorf("DATABASE_URL: %v", err)
 	}
 	for _, u := range []struct{ name, v string }{
 		{"KEYHOLDER_BOX_URL", c.BoxURL}, {"KEYHOLDER_IDENTITY_URL", c.IdentityURL}, {"KEYHOLDER_REGISTRY_URL", c.RegistryURL},
 	} {
-		if u.v == "" {
-			continue
-		}
-		p, err := url.Parse(u.v)
-		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil {
+		// The url rule has checked the rest; credentials belong in their own variables.
+		if p, err := url.Parse(u.v); err == nil && p.User != nil {
 			return fmt.Errorf("%s: must be an absolute http(s) URL without credentials", u.name)
 		}
 	}
-	if c.CredentialTTL <= 0 || c.CredentialTTL > keyholder.MaxCredentialTTL {
+	if c.CredentialTTL > keyholder.MaxCredentialTTL {
 		return fmt.Errorf("KEYHOLDER_CREDENTIAL_TTL: must be a positive Go duration of at most 24h, got %s", c.CredentialTTL)
-	}
-	if c.IdentityTimeout <= 0 {
-		return fmt.Errorf("KEYHOLDER_IDENTITY_TIMEOUT: must be a positive Go duration, got %s", c.IdentityTimeout)
 	}
 	if (c.RegistryUsername == "") != (c.RegistryPassword == "") {
 		return fmt.Errorf("KEYHOLDER_REGISTRY_PASSWORD: is required together with KEYHOLDER_REGISTRY_USERNAME")

@@ -47,21 +47,19 @@ func runPublish(ctx context.Context, args []string, env cli.Env) error {
 	if v, err := semver.ParseVersion(*version); err != nil || v.String() != *version {
 		return cli.Usagef("keyholder publish: --version must be X.Y.Z, got %q", *version)
 	}
-	r := config.New(env.Getenv)
-	registryURL := r.URL("KEYHOLDER_REGISTRY_URL")
-	boxURL := r.URL("BOX_URL")
-	r.Require("PLATFORM_TOKEN", "(a staff token) to publish the release at box")
-	token := r.String("PLATFORM_TOKEN", "")
-	if err := r.Err(); err != nil {
+	var cfg struct {
+		RegistryURL      string `env:"KEYHOLDER_REGISTRY_URL, default=http://127.0.0.1:8086" rule:"url"`
+		RegistryUsername string `env:"KEYHOLDER_REGISTRY_USERNAME"`
+		RegistryPassword string `env:"KEYHOLDER_REGISTRY_PASSWORD"`
+		BoxURL           string `env:"BOX_URL, default=http://localhost:8082" rule:"url"`
+		// Token is a staff token: box publishes the release on its authority.
+		Token string `env:"PLATFORM_TOKEN, required"`
+	}
+	if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
 		return err
 	}
-	if registryURL == "" {
-		registryURL = "http://127.0.0.1:8086"
-	}
-	if boxURL == "" {
-		boxURL = "http://localhost:8082"
-	}
-	digest, err := Push(ctx, registryURL, env.Getenv("KEYHOLDER_REGISTRY_USERNAME"), env.Getenv("KEYHOLDER_REGISTRY_PASSWORD"), *repo, *version, flags.Arg(0))
+	registryURL, boxURL, token := strings.TrimRight(cfg.RegistryURL, "/"), strings.TrimRight(cfg.BoxURL, "/"), cfg.Token
+	digest, err := Push(ctx, registryURL, cfg.RegistryUsername, cfg.RegistryPassword, *repo, *version, flags.Arg(0))
 	if err != nil {
 		return err
 	}

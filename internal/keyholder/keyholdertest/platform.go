@@ -166,8 +166,8 @@ func Start(t testing.TB, engine sqldb.Engine, opts Options) *Platform {
 	for k, v := range opts.Env {
 		env[k] = v
 	}
-	khCfg, err := keyholdercmd.LoadConfig(func(k string) string { return env[k] })
-	if err != nil {
+	var khCfg keyholdercmd.Config
+	if err := config.Load(ctx, func(k string) string { return env[k] }, &khCfg); err != nil {
 		t.Fatalf("keyholder config: %v", err)
 	}
 	serve("keyholder", func() error { return keyholdercmd.Serve(ctx, khCfg, logger.With("service", "keyholder"), khLn) })

@@ -92,6 +92,16 @@ func (f *Front) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 	f.fail(w, r, http.StatusServiceUnavailable, codeUnavailable, "service temporarily unavailable")
 }
 
+// Waiting answers every /v2 path 503 UNAVAILABLE, for the time before
+// keyholder's database first answers (sqldb.Gate).
+func Waiting(realm string) http.Handler {
+	f := &Front{realm: realm}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		f.fail(w, r, http.StatusServiceUnavailable, codeUnavailable, "service temporarily unavailable")
+	})
+}
+
 // ServeHTTP implements http.Handler for every /v2 path.
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A write never reaches the upstream, whoever asks.

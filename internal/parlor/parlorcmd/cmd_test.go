@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/cli"
+	"github.com/platformco/platform/internal/config"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-func TestLoadConfig(t *testing.T) {
+func TestConfig(t *testing.T) {
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -35,7 +36,8 @@ func TestLoadConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := LoadConfig(context.Background(), env(tt.env))
+			var got Config
+			err := config.Load(context.Background(), env(tt.env), &got)
 			if tt.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "\n") {
 					t.Fatalf("err = %v, want one line starting %q", err, tt.wantErr)
