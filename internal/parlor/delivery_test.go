@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/courier/couriercmd"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdertest"
@@ -52,20 +53,22 @@ func startDeliveryStack(t *testing.T) *deliveryStack {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	courierLn, courierURL := listen(t)
-	cCfg, err := couriercmd.LoadConfig(envOf(map[string]string{
+	var (
+		cCfg  couriercmd.Config
+		gwCfg gatewaycmd.Config
+	)
+	if err := config.Load(ctx, envOf(map[string]string{
 		"DATABASE_URL": courierDB, "COURIER_ENV": "development", "COURIER_MAIL_ADAPTER": "local",
 		"COURIER_LOCAL_DIR": filepath.Join(dir, "mail"), "COURIER_MAIL_FROM": "Platform <no-reply@example.com>",
 		"COURIER_SECRET_BOX_KEY": base64.StdEncoding.EncodeToString(key),
 		"IDENTITY_ISSUER":        p.IdentityURL, "COURIER_IDENTITY_URL": p.IdentityURL,
-	}))
-	if err != nil {
+	}), &cCfg); err != nil {
 		t.Fatal(err)
 	}
-	gwCfg, err := gatewaycmd.LoadConfig(envOf(map[string]string{
+	if err := config.Load(ctx, envOf(map[string]string{
 		"IDENTITY_URL": p.IdentityURL, "IDENTITY_ISSUER": p.IdentityURL, "BOX_URL": p.BoxURL,
 		"COURIER_URL": courierURL, "KEYHOLDER_URL": p.KeyholderURL, "GATEWAY_RATE_LIMIT": "100000",
-	}))
-	if err != nil {
+	}), &gwCfg); err != nil {
 		t.Fatal(err)
 	}
 	logger := keyholdertest.Logger()
