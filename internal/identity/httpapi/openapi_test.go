@@ -437,7 +437,7 @@ func oaRoutes(accountID, userID string) []oaRoute {
 // document does not declare make the wrapper fail the test, naming the
 // problem.
 func TestOpenAPIWrapperCatchesDrift(t *testing.T) {
-	me := `{"id":"6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d","email":"a@example.com","display_name":"","staff":false,"created_at":"2026-01-02T03:04:05Z"}`
+	me := `{"id":"6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d","email":"a@example.com","display_name":"","staff":false,"created_at":"2026-01-02T03:04:05Z","email_verified":false,"email_verified_at":null}`
 	for _, tc := range []struct {
 		name    string
 		status  int

@@ -89,6 +89,7 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.Handle("POST /v1/accounts/{accountID}/invitations/{invitationID}/resend", a.member(identity.MinRoleInvite, a.resendInvitation))
 	mux.Handle("POST /v1/invitations/accept", a.authenticated(a.acceptInvitation))
 	mux.Handle("POST /v1/invitations/decline", a.authenticated(a.declineInvitation))
+	a.lifecycleRoutes(mux)
 }
 
 func (a *api) idemFailure(w http.ResponseWriter, r *http.Request, status int, code, message string) {
