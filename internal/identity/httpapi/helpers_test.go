@@ -14,8 +14,8 @@ import (
 
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
-	"github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity"
+	"github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/identitytest"
 	"github.com/platformco/platform/internal/logtest"
 	"github.com/platformco/platform/internal/openapi/openapitest"
