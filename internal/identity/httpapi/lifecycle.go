@@ -8,18 +8,6 @@ import (
 	"github.com/platformco/platform/internal/identity"
 )
 
-// lifecycleRoutes are the credential lifecycle's routes
-// (identity-lifecycle.md sections 1-3). The token routes need no
-// session: the token is the credential.
-func (a *api) lifecycleRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/email/verify", a.verifyEmail)
-	mux.Handle("POST /v1/me/email/verification", a.authenticated(a.resendVerification))
-	mux.HandleFunc("POST /v1/password/reset", a.requestPasswordReset)
-	mux.HandleFunc("POST /v1/password/reset/confirm", a.confirmPasswordReset)
-	mux.Handle("POST /v1/me/email", a.authenticated(a.requestEmailChange))
-	mux.HandleFunc("POST /v1/email/change/confirm", a.confirmEmailChange)
-}
-
 // userStateBody is a user as the lifecycle routes answer it.
 type userStateBody struct {
 	ID              string     `json:"id"`
