@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -164,8 +165,14 @@ func onlyKID(t *testing.T, list string) string {
 // TestProvisioningProcedure runs identity.md section 1, steps 1 to 10.
 func TestProvisioningProcedure(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
-		p := startIdentity(t, identityEnv(t, engine))
+		env := identityEnv(t, engine)
+		p := startIdentity(t, env)
 		anon := e2e.Client{Base: p.URL}
+		db, err := sqldb.Open(context.Background(), env["DATABASE_URL"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
 
 		// 1. Readiness names the database.
 		if deps := anon.Do(t, "GET", "/readyz", nil).Expect(t, http.StatusOK).JSON(t)["deps"]; deps != string(engine) {
@@ -192,6 +199,10 @@ func TestProvisioningProcedure(t *testing.T) {
 		// 7. The invitee registers, signs in and accepts.
 		memberID := register(t, p.URL, "member@example.com", "member password")
 		member := e2e.Client{Base: p.URL, Token: login(t, p.URL, "member@example.com", "member password")}
+		// Only a verified holder of the invited address accepts
+		// (identity-lifecycle.md section 1).
+		member.Do(t, "POST", "/v1/invitations/accept", map[string]string{"token": token}).Expect(t, http.StatusForbidden)
+		e2e.VerifyEmail(t, p.URL, db, env["IDENTITY_MASTER_KEY"], "member@example.com")
 		accepted := member.Do(t, "POST", "/v1/invitations/accept", map[string]string{"token": token}).Expect(t, http.StatusOK).JSON(t)
 		if accepted["user_id"] != memberID || accepted["account_id"] != id || accepted["role"] != "member" {
 			t.Fatalf("step 7: accept = %v", accepted)

@@ -169,13 +169,22 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	dial, named := reachAt(opts.listen)
 	identityURL := fmt.Sprintf("http://%s:%d", dial, identityPort)
 	issuer := fmt.Sprintf("http://%s:%d", named, identityPort)
+	// identity hands its mail to this courier with the credential courier
+	// was given, and its links point at the web app behind the gateway.
+	courierKey, err := loadOrCreateMasterKey(filepath.Join(dir, courierKeyFile))
+	if err != nil {
+		return err
+	}
 	var idCfg identitycmd.Config
 	if err := config.Load(ctx, only(env, map[string]string{
-		"PORT":                fmt.Sprint(identityPort),
-		"DATABASE_URL":        identityDB,
-		"IDENTITY_MASTER_KEY": masterKey,
-		"IDENTITY_ISSUER":     issuer,
-		"EVENTS_URL":          natsURL,
+		"PORT":                   fmt.Sprint(identityPort),
+		"DATABASE_URL":           identityDB,
+		"IDENTITY_MASTER_KEY":    masterKey,
+		"IDENTITY_ISSUER":        issuer,
+		"EVENTS_URL":             natsURL,
+		"IDENTITY_PUBLIC_URL":    fmt.Sprintf("http://%s:%d", named, gatewayPort),
+		"IDENTITY_COURIER_URL":   fmt.Sprintf("http://%s:%d", dial, courierPort),
+		"IDENTITY_COURIER_TOKEN": "identity:" + CourierServiceSecret(courierKey),
 	}), &idCfg); err != nil {
 		return err
 	}

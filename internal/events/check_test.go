@@ -33,6 +33,8 @@ func identityManifest() Manifest {
 		"identity.member.role_changed",
 		"identity.staff.enabled",
 		"identity.staff.disabled",
+		"identity.user.email_verified",
+		"identity.session.revoked",
 	}}
 }
 
@@ -107,13 +109,13 @@ func TestCatalogHoldsPlatformRows(t *testing.T) {
 	}
 	// Every row of platform.md section 6 plus this repository's four additions.
 	want := map[string]Status{
-		"identity.user.created": StatusDeclared, "identity.user.email_verified": StatusNotEmitted,
+		"identity.user.created": StatusDeclared, "identity.user.email_verified": StatusDeclared,
 		"identity.account.created": StatusDeclared, "identity.account.updated": StatusDeclared,
 		"identity.account.deleted": StatusDeclared, "identity.member.invited": StatusDeclared,
 		"identity.member.joined": StatusDeclared, "identity.member.removed": StatusDeclared,
 		"identity.member.role_changed": StatusDeclared, "identity.mfa.enabled": StatusNotEmitted,
 		"identity.staff.enabled": StatusDeclared, "identity.staff.disabled": StatusDeclared,
-		"identity.mfa.disabled": StatusNotEmitted, "identity.session.revoked": StatusNotEmitted,
+		"identity.mfa.disabled": StatusNotEmitted, "identity.session.revoked": StatusDeclared,
 		"identity.api_key.created": StatusNotEmitted, "identity.api_key.revoked": StatusNotEmitted,
 		"identity.oidc_client.created": StatusNotEmitted, "identity.oidc_client.revoked": StatusNotEmitted,
 		"billing.plan.created": StatusExternal, "billing.plan.updated": StatusExternal,
@@ -184,11 +186,13 @@ func TestCheckFindsDisagreements(t *testing.T) {
 			return []Manifest{identityManifest()}
 		}, "courier.Email.queued", "must be snake_case"},
 		{"DeclaredRowOutsideVocabulary", func(t *testing.T, m fstest.MapFS) []Manifest {
-			editRow(t, m, "identity.user.email_verified", func(r map[string]any) { r["status"] = "declared" })
+			editRow(t, m, "identity.user.email_verified", func(r map[string]any) {
+				r["type"], r["status"] = "identity.user.frobbed", "declared"
+			})
 			mf := identityManifest()
-			mf.Types = append(mf.Types, "identity.user.email_verified")
+			mf.Types = append(mf.Types, "identity.user.frobbed")
 			return []Manifest{mf}
-		}, "identity.user.email_verified", "not in the platform's vocabulary"},
+		}, "identity.user.frobbed", "not in the platform's vocabulary"},
 		{"RowPublisherNotService", func(t *testing.T, m fstest.MapFS) []Manifest {
 			editRow(t, m, "billing.plan.created", func(r map[string]any) { r["publisher"] = "courier" })
 			return []Manifest{identityManifest()}

@@ -40,6 +40,8 @@ var vocabulary = []string{
 	"canceled", "past_due", "succeeded", "failed", "refunded", "recorded", "queued",
 	"delivered", "bounced", "complained", "suppressed", "requested", "completed",
 	"consumed",
+	// platform.md catalogues identity.user.email_verified by this name.
+	"email_verified",
 }
 
 // Vocabulary returns the allowed actions.

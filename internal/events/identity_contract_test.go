@@ -70,6 +70,15 @@ func TestIdentityEventsMeetTheContract(t *testing.T) {
 		if err := svc.SetStaff(ctx, "owner@example.com", false, "cli"); err != nil { // staff.disabled
 			t.Fatal(err)
 		}
+		// user.email_verified came with every env.User; a reset ends the
+		// decliner's session.
+		if err := svc.RequestPasswordReset(ctx, "decliner@example.com"); err != nil {
+			t.Fatal(err)
+		}
+		reset := env.LinkToken(t, "decliner@example.com", identity.TemplatePasswordReset)
+		if err := svc.ConfirmPasswordReset(ctx, reset, "another horse battery"); err != nil { // session.revoked
+			t.Fatal(err)
+		}
 		if err := svc.DeleteAccount(ctx, env.For(t, owner, team.Account.ID)); err != nil { // account.deleted
 			t.Fatal(err)
 		}

@@ -145,7 +145,11 @@ func (s *Service) Invite(ctx context.Context, p Principal, email string, role Ro
 		return Invitation{}, err
 	}
 	token, digest := newToken()
-	inv, err := s.store.CreateInvitation(ctx, Invitation{AccountID: p.Account.ID, Email: email, Role: role}, digest, p.User.ID)
+	mail, err := s.invitationMail(p, email, token)
+	if err != nil {
+		return Invitation{}, err
+	}
+	inv, err := s.store.CreateInvitation(ctx, Invitation{AccountID: p.Account.ID, Email: email, Role: role}, digest, p.User.ID, mail)
 	if err != nil {
 		return Invitation{}, err
 	}

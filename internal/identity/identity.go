@@ -44,6 +44,9 @@ type User struct {
 	DisplayName string
 	Staff       bool
 	CreatedAt   time.Time
+	// EmailVerifiedAt is when the user proved they hold Email; nil until
+	// then.
+	EmailVerifiedAt *time.Time
 }
 
 // StaffRecord is what the operator directory shows of a user: nothing

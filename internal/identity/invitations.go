@@ -41,7 +41,9 @@ func (s *Service) ResendInvitation(ctx context.Context, p Principal, invitationI
 		return Invitation{}, ErrInvitationNotFound
 	}
 	token, digest := newToken()
-	inv, err := s.store.ResendInvitation(ctx, p.Account.ID, invitationID, digest, p.User.ID)
+	inv, err := s.store.ResendInvitation(ctx, p.Account.ID, invitationID, digest, p.User.ID, func(inv Invitation) (OutgoingMail, error) {
+		return s.invitationMail(p, inv.Email, token)
+	})
 	if err != nil {
 		return Invitation{}, err
 	}
@@ -59,4 +61,13 @@ func (s *Service) DeclineInvitation(ctx context.Context, p Principal, token stri
 		return &errs.Error{Code: CodeValidation, Message: "token is required", Fields: []errs.FieldError{{Field: "token", Code: RuleRequired}}}
 	}
 	return s.store.DeclineInvitation(ctx, TokenDigest(token), p.User.ID)
+}
+
+// invitationMail is the invitation's message to its address.
+func (s *Service) invitationMail(p Principal, email, token string) (OutgoingMail, error) {
+	return s.mail.Mail(TemplateInvitation, email, map[string]string{
+		"link":          s.link("/invitations/accept", token),
+		"account_name":  p.Account.Name,
+		"inviter_email": p.User.Email,
+	})
 }

@@ -26,6 +26,12 @@ type Options struct {
 	// Now is the service's clock; the store's transactions must read the
 	// same one.
 	Now func() time.Time
+	// PublicURL is where the web app's pages for emailed links live
+	// (IDENTITY_PUBLIC_URL); empty means the issuer.
+	PublicURL string
+	// MasterKey (IDENTITY_MASTER_KEY) seals queued mail; without one a
+	// random key is used, and only this process can relay its mail.
+	MasterKey []byte
 }
 
 // Service is the identity service.
@@ -34,6 +40,7 @@ type Service struct {
 	hasher *Hasher
 	keys   *KeyRing
 	opts   Options
+	mail   *MailSealer
 }
 
 // NewService returns the service.
@@ -41,8 +48,21 @@ func NewService(store Store, hasher *Hasher, keys *KeyRing, opts Options) *Servi
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Service{store: store, hasher: hasher, keys: keys, opts: opts}
+	if opts.PublicURL == "" {
+		opts.PublicURL = opts.Issuer
+	}
+	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
+	master := opts.MasterKey
+	if len(master) != 32 {
+		master = make([]byte, 32)
+		_, _ = rand.Read(master)
+	}
+	mail, _ := NewMailSealer(master) // a 32-byte key cannot fail
+	return &Service{store: store, hasher: hasher, keys: keys, opts: opts, mail: mail}
 }
+
+// MailSealer returns the sealer of the service's queued mail, for the relay.
+func (s *Service) MailSealer() *MailSealer { return s.mail }
 
 // Issuer returns the issuer URL the service signs tokens for; its origin
 // is identity's public origin.
@@ -86,8 +106,13 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (User, error) 
 	if base == "" {
 		base = "user"
 	}
+	tok, mail, err := s.verificationFor(email)
+	if err != nil {
+		return User{}, err
+	}
 	for attempt := 0; ; attempt++ {
-		u, _, err := s.store.CreateUser(ctx, NewUser{Email: email, DisplayName: display, PasswordHash: hash, PersonalSlug: base + "-" + randomSuffix(8)})
+		u, _, err := s.store.CreateUser(ctx, NewUser{Email: email, DisplayName: display, PasswordHash: hash, PersonalSlug: base + "-" + randomSuffix(8),
+			Verification: tok, VerificationMail: mail})
 		if errors.Is(err, ErrSlugTaken) && attempt < 4 {
 			continue
 		}

@@ -12,6 +12,11 @@ type NewUser struct {
 	DisplayName  string
 	PasswordHash string
 	PersonalSlug string
+	// Verification is the email verification token issued with the
+	// registration, and VerificationMail its message; both are written in
+	// the registration's transaction.
+	Verification     OneTimeToken
+	VerificationMail OutgoingMail
 }
 
 // Credentials is what sign-in needs to know of a user.
@@ -28,6 +33,7 @@ type Credentials struct {
 // database can decide; anything else is an internal failure.
 type Store interface {
 	KeyStore
+	LifecycleStore
 
 	// CreateUser creates the user, a personal account and the owner
 	// membership. Errors: ErrEmailTaken, ErrSlugTaken (retry with another
@@ -95,12 +101,15 @@ type Store interface {
 	// ErrOwnerByAdmin, ErrLastOwnerRemoved, ErrRoleForbidden,
 	// ErrAccountNotFound (by is no longer a member).
 	RemoveMember(ctx context.Context, accountID, userID, by string) error
-	// CreateInvitation stores an invitation under the digest of its token.
-	CreateInvitation(ctx context.Context, inv Invitation, tokenDigest, invitedBy string) (Invitation, error)
+	// CreateInvitation stores an invitation under the digest of its token,
+	// and its mail (to the invitee) in the same transaction.
+	CreateInvitation(ctx context.Context, inv Invitation, tokenDigest, invitedBy string, mail OutgoingMail) (Invitation, error)
 	// AcceptInvitation consumes the invitation with tokenDigest and makes
-	// userID a member, in one transaction. Errors: ErrInvitationUnknown,
-	// ErrInvitationUsed, ErrInvitationExpired, ErrAlreadyMember (the
-	// invitation stays usable).
+	// userID a member, in one transaction, when userID has verified the
+	// invited address. Errors: ErrInvitationUnknown, ErrInvitationUsed,
+	// ErrInvitationExpired, ErrAlreadyMember, ErrEmailNotVerified,
+	// ErrInvitationEmailMismatch (the invitation stays usable after the
+	// last three).
 	AcceptInvitation(ctx context.Context, tokenDigest, userID string) (Membership, error)
 	// DeclineInvitation ends the invitation with tokenDigest as declined
 	// by userID, by one conditional UPDATE, and records the invitee's
@@ -117,8 +126,9 @@ type Store interface {
 	RevokeInvitation(ctx context.Context, accountID, invitationID, by string) error
 	// ResendInvitation gives an open invitation of accountID a new token
 	// digest and a new expiry; the old token stops working in the same
-	// UPDATE. Errors: as RevokeInvitation.
-	ResendInvitation(ctx context.Context, accountID, invitationID, tokenDigest, by string) (Invitation, error)
+	// UPDATE. mail builds the new invitation's message (to its address).
+	// Errors: as RevokeInvitation.
+	ResendInvitation(ctx context.Context, accountID, invitationID, tokenDigest, by string, mail func(Invitation) (OutgoingMail, error)) (Invitation, error)
 	// LeaveAccount ends userID's own membership of accountID; the last
 	// owner never leaves. Errors: ErrAccountNotFound (not a member),
 	// ErrLastOwnerRemoved.

@@ -213,6 +213,8 @@ type Me struct {
 	Email       string `json:"email"`
 	DisplayName string `json:"display_name"`
 	Staff       bool   `json:"staff"`
+	// EmailVerified is false until the user opens the emailed link.
+	EmailVerified bool `json:"email_verified"`
 }
 
 // Account is one of the user's accounts, with the user's role in it.

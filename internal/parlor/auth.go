@@ -15,6 +15,7 @@ var notices = map[string]string{
 	"role":      "The member's role was changed.",
 	"removed":   "The member was removed.",
 	"joined":    "You joined the account.",
+	"reset":     "Your password is reset and every session has ended. Sign in with the new password.",
 	"claimed":   "The kit is yours: it is listed below.",
 	"approved":  "The release was approved.",
 	"granted":   "The entitlement was granted.",
@@ -67,7 +68,7 @@ func (s *server) signup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) signinForm(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, "signin", &page{Title: "Sign in",
+	s.render(w, r, http.StatusOK, "signin", &page{Title: "Sign in", Notice: notice(r),
 		Form: map[string]string{"next": r.URL.Query().Get("next")}})
 }
 

@@ -329,6 +329,10 @@ func TestBrowserJourney(t *testing.T) {
 	member.do("signup-form-from-invitation", []string{"Create your account"},
 		chromedp.Click(chromedp.CSS(`main a[href^="/signup?next="]`)))
 	member.do("signup-from-invitation", []string{"signed in as member@example.com"}, signUpActions("member@example.com")...)
+	// Only a verified holder of the invited address accepts: the link
+	// comes from the quick start's local mailbox.
+	member.do("verify-from-mailbox", []string{"Your email address is verified"}, chromedp.Navigate(mailboxLink(t, "member@example.com", "/verify")))
+	member.do("back-to-invitation", []string{"signed in as member@example.com"}, chromedp.Navigate(link))
 	member.do("accept", []string{"You joined the account.", "member@example.com (you)", "Acme Rockets"},
 		submit(`form[action="/invitations/accept"]`))
 
@@ -438,4 +442,34 @@ func TestBrowserJourney(t *testing.T) {
 	operator.do("releases-console", []string{"Publish a release"}, chromedp.Navigate(base+"/operator/releases"))
 	owner.do("signout", []string{"Your software, licensed and delivered"}, submit(`form[action="/signout"]`))
 	owner.do("signed-out", []string{"Sign in"}, chromedp.Navigate(base+"/app"))
+}
+
+// mailboxLink waits for a mail to address in the quick start's local
+// mailbox (courier on :8083) carrying a link to path, and returns it.
+func mailboxLink(t *testing.T, address, path string) string {
+	t.Helper()
+	re := regexp.MustCompile(`https?://[^\s"<>]+` + regexp.QuoteMeta(path) + `\?token=[A-Za-z0-9_%-]+`)
+	var link string
+	testutil.Eventually(t, 30*time.Second, "a "+path+" mail to "+address+" in the local mailbox", func() bool {
+		res, err := http.Get("http://localhost:8083/dev/mail.json")
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		var box struct {
+			Messages []struct{ To, Text string }
+		}
+		if json.NewDecoder(res.Body).Decode(&box) != nil {
+			return false
+		}
+		for _, m := range box.Messages {
+			if strings.Contains(m.To, address) {
+				if link = re.FindString(m.Text); link != "" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return link
 }

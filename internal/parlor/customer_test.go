@@ -12,7 +12,7 @@ var tokenInLink = regexp.MustCompile(`/invitations/accept\?token=([A-Za-z0-9_%.~
 
 // teamWithMember makes a team owned by a fresh user and a second user who
 // joined it through an invitation link; it returns both and the team id.
-func teamWithMember(t *testing.T, base string) (owner, member *visitor, team, memberEmail string) {
+func teamWithMember(t *testing.T, st *stack, base string) (owner, member *visitor, team, memberEmail string) {
 	t.Helper()
 	owner = newVisitor(t, base)
 	owner.signUp(uniqueEmail("owner"))
@@ -34,6 +34,7 @@ func teamWithMember(t *testing.T, base string) (owner, member *visitor, team, me
 	}
 	member = newVisitor(t, base)
 	member.signUp(memberEmail)
+	member.verify(st, memberEmail) // only a verified holder of the invited address accepts
 	member.get("/invitations/accept?token="+url.QueryEscape(token)).expect(t, http.StatusOK, "signed in as "+memberEmail)
 	a = member.post("/invitations/accept", url.Values{"token": {token}})
 	if a.Status != http.StatusSeeOther || accountIDFrom(t, a.location()) != team {
@@ -48,7 +49,7 @@ func teamWithMember(t *testing.T, base string) (owner, member *visitor, team, me
 func TestAccountsAndMembers(t *testing.T) {
 	st := startStack(t)
 	base := startParlor(t, st.GatewayURL)
-	owner, member, team, memberEmail := teamWithMember(t, base)
+	owner, member, team, memberEmail := teamWithMember(t, st, base)
 
 	t.Run("OwnerSeesTheTeamAndItsMembers", func(t *testing.T) {
 		owner.get("/app").expect(t, http.StatusOK, "team", team)

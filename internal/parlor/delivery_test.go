@@ -34,13 +34,22 @@ type deliveryStack struct {
 	*keyholdertest.Platform
 	GatewayURL  string
 	GatewayHost string
+	// MailboxURL is courier's local mailbox, where identity's mail lands.
+	MailboxURL string
 }
 
 func startDeliveryStack(t *testing.T) *deliveryStack {
 	t.Helper()
 	gwLn, gwURL := listen(t)
 	host := gwLn.Addr().String()
-	p := keyholdertest.Start(t, sqldb.SQLite, keyholdertest.Options{Env: map[string]string{"KEYHOLDER_PUBLIC_HOST": host}})
+	// identity relays its mail (verification links) to this stack's courier.
+	courierLn, courierURL := listen(t)
+	secret := strings.Repeat("s", 40)
+	p := keyholdertest.Start(t, sqldb.SQLite, keyholdertest.Options{
+		Env: map[string]string{"KEYHOLDER_PUBLIC_HOST": host},
+		IdentityEnv: map[string]string{"IDENTITY_COURIER_URL": courierURL, "IDENTITY_COURIER_TOKEN": "identity:" + secret,
+			"IDENTITY_PUBLIC_URL": gwURL},
+	})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -52,7 +61,6 @@ func startDeliveryStack(t *testing.T) *deliveryStack {
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	courierLn, courierURL := listen(t)
 	var (
 		cCfg  couriercmd.Config
 		gwCfg gatewaycmd.Config
@@ -62,6 +70,7 @@ func startDeliveryStack(t *testing.T) *deliveryStack {
 		"COURIER_LOCAL_DIR": filepath.Join(dir, "mail"), "COURIER_MAIL_FROM": "Platform <no-reply@example.com>",
 		"COURIER_SECRET_BOX_KEY": base64.StdEncoding.EncodeToString(key),
 		"IDENTITY_ISSUER":        p.IdentityURL, "COURIER_IDENTITY_URL": p.IdentityURL,
+		"COURIER_SERVICE_TOKENS": "identity:" + secret,
 	}), &cCfg); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +104,7 @@ func startDeliveryStack(t *testing.T) *deliveryStack {
 		}
 		return true
 	})
-	return &deliveryStack{Platform: p, GatewayURL: gwURL, GatewayHost: host}
+	return &deliveryStack{Platform: p, GatewayURL: gwURL, GatewayHost: host, MailboxURL: courierURL + "/dev/mail.json"}
 }
 
 // grant gives account product through box as the operator.
@@ -141,7 +150,7 @@ var (
 func TestWebhookEndpoints(t *testing.T) {
 	st := startDeliveryStack(t)
 	base := startParlor(t, st.GatewayURL)
-	owner, member, team, _ := teamWithMember(t, base)
+	owner, member, team, _ := teamWithMember(t, &stack{GatewayURL: st.GatewayURL, MailboxURL: st.MailboxURL}, base)
 	hooks := "/app/accounts/" + team + "/webhooks"
 
 	owner.get(hooks).expect(t, http.StatusOK, "No endpoint yet", "identity.member.joined")

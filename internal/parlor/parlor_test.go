@@ -185,7 +185,7 @@ func TestCrossOriginFormsRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, path := range []string{"/signin", "/signout", "/app/accounts"} {
+			for _, path := range []string{"/signin", "/signout", "/app/accounts", "/reset", "/app/settings/email", "/app/settings/verification"} {
 				req, _ := http.NewRequest("POST", base+path, strings.NewReader("name=Evil+Corp&email=a%40b.example&password=xxxxxxxxxx"))
 				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 				for k, v := range tt.headers {

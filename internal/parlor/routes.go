@@ -35,6 +35,13 @@ func New(d Deps) (http.Handler, error) {
 	mux.HandleFunc("POST /signout", s.signout)
 	mux.HandleFunc("GET /invitations/accept", s.invitationForm)
 	mux.Handle("POST /invitations/accept", s.authed(s.acceptInvitation))
+	mux.HandleFunc("GET /verify", s.verify)
+	mux.HandleFunc("GET /reset", s.resetForm)
+	mux.HandleFunc("POST /reset", s.reset)
+	mux.HandleFunc("GET /email/confirm", s.confirmEmail)
+	mux.Handle("GET /app/settings", s.authed(s.settings))
+	mux.Handle("POST /app/settings/verification", s.authed(s.resendVerification))
+	mux.Handle("POST /app/settings/email", s.authed(s.changeEmail))
 
 	mux.Handle("GET /app", s.authed(s.accounts))
 	mux.Handle("POST /app/accounts", s.authed(s.createAccount))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/courier/couriercmd"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/parlor"
@@ -32,6 +34,9 @@ import (
 type stack struct {
 	GatewayURL string
 	IdentityDB string
+	// MailboxURL is courier's local mailbox (GET /dev/mail.json), where
+	// identity's mail lands through its relay.
+	MailboxURL string
 }
 
 func listen(t testing.TB) (net.Listener, string) {
@@ -64,13 +69,28 @@ func startStack(t testing.TB) *stack {
 	idLn, idURL := listen(t)
 	boxLn, boxURL := listen(t)
 	gwLn, gwURL := listen(t)
+	courierLn, courierURL := listen(t)
+	courierDB := "sqlite:" + filepath.Join(dir, "courier.db")
+	if err := couriercmd.Migrate(ctx, courierDB); err != nil {
+		t.Fatal(err)
+	}
+	const courierSecret = "parlor-stack-identity-secret-0123456789"
+	var courierCfg couriercmd.Config
+	if err := config.Load(ctx, envOf(map[string]string{
+		"DATABASE_URL": courierDB, "COURIER_ENV": "development", "COURIER_SECRET_BOX_KEY": base64.StdEncoding.EncodeToString(key),
+		"COURIER_MAIL_ADAPTER": couriercmd.AdapterLocal, "COURIER_LOCAL_DIR": filepath.Join(dir, "mail"),
+		"COURIER_MAIL_FROM": "Platform <no-reply@example.com>", "COURIER_SERVICE_TOKENS": "identity:" + courierSecret,
+	}), &courierCfg); err != nil {
+		t.Fatal(err)
+	}
 	var (
 		idCfg  identitycmd.Config
 		boxCfg boxcmd.Config
 	)
 	if err := config.Load(ctx, envOf(map[string]string{
 		"DATABASE_URL": identityDB, "IDENTITY_MASTER_KEY": base64.StdEncoding.EncodeToString(key),
-		"IDENTITY_ISSUER": idURL,
+		"IDENTITY_ISSUER": idURL, "IDENTITY_PUBLIC_URL": gwURL,
+		"IDENTITY_COURIER_URL": courierURL, "IDENTITY_COURIER_TOKEN": "identity:" + courierSecret,
 	}), &idCfg); err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +112,7 @@ func startStack(t testing.TB) *stack {
 		func() error { return identitycmd.Serve(ctx, idCfg, logger, idLn) },
 		func() error { return boxcmd.Serve(ctx, boxCfg, logger, boxLn) },
 		func() error { return gatewaycmd.Serve(ctx, gwCfg, logger, gwLn) },
+		func() error { return couriercmd.Serve(ctx, courierCfg, logger, courierLn) },
 	} {
 		wg.Add(1)
 		go func() {
@@ -116,7 +137,7 @@ func startStack(t testing.TB) *stack {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return &stack{GatewayURL: gwURL, IdentityDB: identityDB}
+	return &stack{GatewayURL: gwURL, IdentityDB: identityDB, MailboxURL: courierURL + "/dev/mail.json"}
 }
 
 // makeStaff marks email as staff, as `platform identity staff add` does.
@@ -278,4 +299,48 @@ func uniqueEmail(name string) string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return fmt.Sprintf("%s-%x@example.com", name, b)
+}
+
+// linkIn waits for a mail to address in the mailbox whose text carries a
+// link to path (such as "/verify") and returns the link's path and query.
+func (s *stack) linkIn(t *testing.T, address, path string) string {
+	t.Helper()
+	link := regexp.MustCompile(regexp.QuoteMeta(path) + `\?token=[A-Za-z0-9_%.~-]+`)
+	var found string
+	deadline := time.Now().Add(15 * time.Second)
+	for found == "" {
+		res, err := http.Get(s.MailboxURL)
+		if err != nil {
+			t.Fatalf("mailbox: %v", err)
+		}
+		var box struct {
+			Messages []struct{ To, Text string }
+		}
+		err = json.NewDecoder(res.Body).Decode(&box)
+		res.Body.Close()
+		if err != nil {
+			t.Fatalf("mailbox: %v", err)
+		}
+		for _, m := range box.Messages { // newest first
+			if strings.Contains(m.To, address) {
+				if l := link.FindString(m.Text); l != "" {
+					found = l
+					break
+				}
+			}
+		}
+		if found == "" {
+			if time.Now().After(deadline) {
+				t.Fatalf("no mail to %s with a %s link reached the mailbox", address, path)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return found
+}
+
+// verify opens the verification link mailed to the visitor's address.
+func (v *visitor) verify(st *stack, address string) {
+	v.t.Helper()
+	v.get(st.linkIn(v.t, address, "/verify")).expect(v.t, http.StatusOK, "Your email address is verified")
 }

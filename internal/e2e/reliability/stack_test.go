@@ -92,6 +92,8 @@ func (s *stack) register(t *testing.T, email string) user {
 	u.id = anon.Do(t, "POST", "/v1/users", map[string]string{"email": email, "password": u.password}).
 		Expect(t, http.StatusCreated).JSON(t)["id"].(string)
 	u.token = s.login(t, u)
+	// Verified, so the user can accept invitations sent to the address.
+	e2e.VerifyEmail(t, s.identity.URL, s.identityDB, s.identityEnv["IDENTITY_MASTER_KEY"], email)
 	return u
 }
 

@@ -26,6 +26,12 @@ var statusOf = map[string]int{
 	identity.CodePersonalAccount:    http.StatusUnprocessableEntity,
 	identity.CodeLocked:             http.StatusLocked,
 	identity.CodeInvalidCredentials: http.StatusForbidden,
+
+	identity.CodeTokenExpired:            http.StatusGone,
+	identity.CodeTokenUsed:               http.StatusGone,
+	identity.CodeEmailNotVerified:        http.StatusForbidden,
+	identity.CodeInvitationEmailMismatch: http.StatusForbidden,
+	identity.CodeRateLimited:             http.StatusTooManyRequests,
 }
 
 type api struct {

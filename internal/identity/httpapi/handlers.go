@@ -18,11 +18,13 @@ type (
 		Email string `json:"email"`
 	}
 	meBody struct {
-		ID          string    `json:"id"`
-		Email       string    `json:"email"`
-		DisplayName string    `json:"display_name"`
-		Staff       bool      `json:"staff"`
-		CreatedAt   time.Time `json:"created_at"`
+		ID              string     `json:"id"`
+		Email           string     `json:"email"`
+		DisplayName     string     `json:"display_name"`
+		Staff           bool       `json:"staff"`
+		CreatedAt       time.Time  `json:"created_at"`
+		EmailVerified   bool       `json:"email_verified"`
+		EmailVerifiedAt *time.Time `json:"email_verified_at"`
 	}
 	sessionBody struct {
 		Token     string    `json:"token"`
@@ -35,6 +37,10 @@ type (
 		DisabledAt  *time.Time `json:"disabled_at"`
 		VerifiedAt  *time.Time `json:"verified_at"`
 		CreatedAt   time.Time  `json:"created_at"`
+		// EmailVerified and EmailVerifiedAt name verified_at as the
+		// lifecycle's other answers do.
+		EmailVerified   bool       `json:"email_verified"`
+		EmailVerifiedAt *time.Time `json:"email_verified_at"`
 	}
 	accountBody struct {
 		ID        string        `json:"id"`
@@ -127,7 +133,7 @@ func (a *api) logout(w http.ResponseWriter, r *http.Request, p identity.Principa
 
 func (a *api) me(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	u := p.User
-	httpx.WriteJSON(w, http.StatusOK, meBody{u.ID, u.Email, u.DisplayName, u.Staff, u.CreatedAt.UTC()})
+	httpx.WriteJSON(w, http.StatusOK, meBody{u.ID, u.Email, u.DisplayName, u.Staff, u.CreatedAt.UTC(), u.EmailVerifiedAt != nil, u.EmailVerifiedAt})
 }
 
 func (a *api) operatorMe(w http.ResponseWriter, r *http.Request, p identity.Principal) {
@@ -162,7 +168,7 @@ func (a *api) searchUsers(w http.ResponseWriter, r *http.Request, p identity.Pri
 	}
 	out := make([]staffRecordBody, len(users))
 	for i, u := range users {
-		out[i] = staffRecordBody{u.ID, u.Email, u.DisplayName, u.DisabledAt, u.VerifiedAt, u.CreatedAt}
+		out[i] = staffRecordBody{u.ID, u.Email, u.DisplayName, u.DisabledAt, u.VerifiedAt, u.CreatedAt, u.VerifiedAt != nil, u.VerifiedAt}
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"users": out})
 }

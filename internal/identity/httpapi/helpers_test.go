@@ -14,6 +14,7 @@ import (
 
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
+	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/identitytest"
 	"github.com/platformco/platform/internal/logtest"
@@ -191,8 +192,15 @@ func wantKeys(t testing.TB, what string, m map[string]any, keys ...string) {
 func (s *server) signUp(t testing.TB, email string) (id, token string) {
 	t.Helper()
 	id = s.do(t, "POST", "/v1/users", map[string]string{"email": email, "password": identitytest.Password}).want(t, http.StatusCreated).object(t)["id"].(string)
+	s.verify(t, email)
 	token = s.do(t, "POST", "/v1/session", map[string]string{"email": email, "password": identitytest.Password}).want(t, http.StatusCreated).object(t)["token"].(string)
 	return id, token
 }
 
 var ctx = context.Background()
+
+// verify verifies email over HTTP with the token of its queued link.
+func (s *server) verify(t testing.TB, email string) {
+	t.Helper()
+	s.do(t, "POST", "/v1/email/verify", map[string]string{"token": s.env.LinkToken(t, email, identity.TemplateVerifyEmail)}).want(t, http.StatusOK)
+}

@@ -126,6 +126,10 @@ func TestOpenAPIConformance(t *testing.T) {
 		for _, email := range []string{"admin@example.com", "member@example.com", "invitee@example.com", "staff@example.com", "locked@example.com", "late@example.com"} {
 			c.Do("POST", "/v1/users", `{"email":"`+email+`",`+pw+`}`, 201)
 		}
+		// Only a verified holder of the invited address accepts.
+		for _, email := range []string{"admin@example.com", "member@example.com"} {
+			c.Do("POST", "/v1/email/verify", `{"token":"`+env.LinkToken(t, email, identity.TemplateVerifyEmail)+`"}`, 200)
+		}
 		if err := env.Service.SetStaff(context.Background(), "staff@example.com", true, "test"); err != nil {
 			t.Fatal(err)
 		}
@@ -378,6 +382,10 @@ func TestOpenAPIConformance(t *testing.T) {
 		env.Clock.Advance(identity.InvitationTTL + time.Hour)
 		c.Code("POST", "/v1/invitations/accept", `{"token":"`+late.Token+`"}`, 410, "invitation_expired", openapitest.Bearer(login("late@example.com")))
 
+		// The credential lifecycle (the clock is now past every link issued
+		// at registration).
+		lifecycleConformance(t, c, env, login)
+
 		// Without a database every /v1 route and the key set are 404.
 		nodb := openapitest.NewClient(t, OpenAPI(), NewServer(Deps{Logger: logger}), seen)
 		for _, rt := range oaRoutes(team.ID, owner.ID) {
@@ -430,6 +438,12 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"DELETE", acct + "/invitations/" + userID, ""},
 		{"POST", acct + "/invitations/" + userID + "/resend", ""},
 		{"POST", "/v1/invitations/decline", `{"token":"abc"}`},
+		{"POST", "/v1/email/verify", `{"token":"abc"}`},
+		{"POST", "/v1/me/email/verification", ""},
+		{"POST", "/v1/password/reset", `{"email":"owner@example.com"}`},
+		{"POST", "/v1/password/reset/confirm", `{"token":"abc","password":"another horse battery"}`},
+		{"POST", "/v1/me/email", `{"email":"moved@example.com","password":"correct horse battery"}`},
+		{"POST", "/v1/email/change/confirm", `{"token":"abc"}`},
 	}
 }
 
@@ -437,7 +451,7 @@ func oaRoutes(accountID, userID string) []oaRoute {
 // document does not declare make the wrapper fail the test, naming the
 // problem.
 func TestOpenAPIWrapperCatchesDrift(t *testing.T) {
-	me := `{"id":"6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d","email":"a@example.com","display_name":"","staff":false,"created_at":"2026-01-02T03:04:05Z"}`
+	me := `{"id":"6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d","email":"a@example.com","display_name":"","staff":false,"created_at":"2026-01-02T03:04:05Z","email_verified":false,"email_verified_at":null}`
 	for _, tc := range []struct {
 		name    string
 		status  int

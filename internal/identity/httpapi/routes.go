@@ -89,6 +89,15 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.Handle("POST /v1/accounts/{accountID}/invitations/{invitationID}/resend", a.member(identity.MinRoleInvite, a.resendInvitation))
 	mux.Handle("POST /v1/invitations/accept", a.authenticated(a.acceptInvitation))
 	mux.Handle("POST /v1/invitations/decline", a.authenticated(a.declineInvitation))
+
+	// The credential lifecycle (lifecycle.go). The token routes need no
+	// session: the token is the credential.
+	mux.HandleFunc("POST /v1/email/verify", a.verifyEmail)
+	mux.Handle("POST /v1/me/email/verification", a.authenticated(a.resendVerification))
+	mux.HandleFunc("POST /v1/password/reset", a.requestPasswordReset)
+	mux.HandleFunc("POST /v1/password/reset/confirm", a.confirmPasswordReset)
+	mux.Handle("POST /v1/me/email", a.authenticated(a.requestEmailChange))
+	mux.HandleFunc("POST /v1/email/change/confirm", a.confirmEmailChange)
 }
 
 func (a *api) idemFailure(w http.ResponseWriter, r *http.Request, status int, code, message string) {

@@ -92,7 +92,7 @@ func TestRoutes(t *testing.T) {
 		}
 
 		me := s.do(t, "GET", "/v1/me", nil, bearer(owner)).want(t, http.StatusOK).object(t)
-		wantKeys(t, "me", me, "id", "email", "display_name", "staff", "created_at")
+		wantKeys(t, "me", me, "id", "email", "display_name", "staff", "created_at", "email_verified", "email_verified_at")
 		if me["id"] != ownerID || me["email"] != "owner@example.com" || me["display_name"] != "Olive" || me["staff"] != false {
 			t.Errorf("me = %v", me)
 		}
@@ -236,8 +236,9 @@ func TestRoutes(t *testing.T) {
 		}
 		for _, x := range us {
 			rec := x.(map[string]any)
-			wantKeys(t, "staff record", rec, "id", "email", "display_name", "disabled_at", "verified_at", "created_at")
-			if rec["disabled_at"] != nil || rec["verified_at"] != nil {
+			wantKeys(t, "staff record", rec, "id", "email", "display_name", "disabled_at", "verified_at", "created_at", "email_verified", "email_verified_at")
+			// Every user here verified through the emailed link.
+			if rec["disabled_at"] != nil || rec["verified_at"] == nil || rec["email_verified"] != true || rec["email_verified_at"] != rec["verified_at"] {
 				t.Errorf("record = %v", rec)
 			}
 		}

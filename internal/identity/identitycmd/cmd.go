@@ -47,6 +47,13 @@ type Config struct {
 	// DebugAddr serves the profiling endpoints, on loopback only.
 	DebugAddr string     `env:"DEBUG_ADDR" rule:"loopback"`
 	LogLevel  slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
+	// PublicURL is where the web app's pages for emailed links live;
+	// empty means the issuer.
+	PublicURL string `env:"IDENTITY_PUBLIC_URL" rule:"url"`
+	// CourierURL and CourierToken (identity:<secret>) let the relay hand
+	// mail to courier; unset, mail waits in identity's database.
+	CourierURL   string `env:"IDENTITY_COURIER_URL" rule:"url"`
+	CourierToken string `env:"IDENTITY_COURIER_TOKEN"`
 }
 
 // Validate implements config.Validator.
@@ -55,6 +62,9 @@ func (c *Config) Validate() error {
 		c.Issuer = "http://localhost:" + strconv.Itoa(c.Port)
 	}
 	c.Issuer = strings.TrimRight(c.Issuer, "/")
+	if err := c.validateCourier(); err != nil {
+		return err
+	}
 	if c.DatabaseURL == "" {
 		return nil
 	}
@@ -166,6 +176,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 			}
 		}
 		go ring.Run(ctx, keyRefresh, logger)
+		startMailRelay(ctx, cfg, db, svc, logger)
 		deps.Service = svc
 		deps.Idempotency = idempotency.New(db, cfg.MasterKey)
 		go purgeIdempotency(ctx, deps.Idempotency, logger)
@@ -196,6 +207,8 @@ func newService(ctx context.Context, cfg Config, db *sqldb.DB) (*identity.Servic
 		LockoutThreshold: cfg.LockoutThreshold,
 		LockoutDuration:  cfg.LockoutDuration,
 		Now:              db.Now,
+		PublicURL:        cfg.PublicURL,
+		MasterKey:        cfg.MasterKey,
 	})
 	return svc, ring, nil
 }

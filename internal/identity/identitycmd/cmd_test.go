@@ -31,6 +31,9 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ok, err := load(map[string]string{"IDENTITY_COURIER_URL": "http://127.0.0.1:4000", "IDENTITY_COURIER_TOKEN": "identity:" + strings.Repeat("s", 32)}); err != nil || ok.CourierURL == "" {
+		t.Errorf("a valid courier configuration: %+v, %v", ok, err)
+	}
 	if cfg.Issuer != "http://localhost:9001" || cfg.DatabaseTimeout != 5*time.Second || cfg.SessionTTL != 12*time.Hour || cfg.LockoutThreshold != 5 {
 		t.Errorf("defaults = %+v", cfg)
 	}
@@ -46,6 +49,12 @@ func TestConfig(t *testing.T) {
 		{"DATABASE_TIMEOUT", map[string]string{"DATABASE_TIMEOUT": "soon"}},
 		{"DATABASE_URL", map[string]string{"DATABASE_URL": "mysql://x", "IDENTITY_MASTER_KEY": masterKey}},
 		{"IDENTITY_LOCKOUT_THRESHOLD", map[string]string{"IDENTITY_LOCKOUT_THRESHOLD": "0"}},
+		{"IDENTITY_PUBLIC_URL", map[string]string{"IDENTITY_PUBLIC_URL": "not-a-url"}},
+		{"IDENTITY_COURIER_URL", map[string]string{"IDENTITY_COURIER_URL": "not-a-url", "IDENTITY_COURIER_TOKEN": "identity:" + strings.Repeat("s", 32)}},
+		{"IDENTITY_COURIER_URL", map[string]string{"IDENTITY_COURIER_TOKEN": "identity:" + strings.Repeat("s", 32)}},
+		{"IDENTITY_COURIER_TOKEN", map[string]string{"IDENTITY_COURIER_URL": "http://127.0.0.1:4000"}},
+		{"IDENTITY_COURIER_TOKEN", map[string]string{"IDENTITY_COURIER_URL": "http://127.0.0.1:4000", "IDENTITY_COURIER_TOKEN": "identity:c2hvcnQ"}},
+		{"IDENTITY_COURIER_TOKEN", map[string]string{"IDENTITY_COURIER_URL": "http://127.0.0.1:4000", "IDENTITY_COURIER_TOKEN": "box:" + strings.Repeat("c2hvcnQ", 6)}},
 	}
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/json"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -155,10 +156,12 @@ func (e *Env) Principal(t testing.TB, token, accountID string) identity.Principa
 	return p
 }
 
-// User registers email, signs in and returns the principal.
+// User registers email, verifies it through its emailed link, signs in
+// and returns the principal. (Register and Login make an unverified one.)
 func (e *Env) User(t testing.TB, email string) identity.Principal {
 	t.Helper()
 	e.Register(t, email)
+	e.Verify(t, identity.NormalizeEmail(email))
 	return e.Principal(t, e.Login(t, email), "")
 }
 
@@ -265,8 +268,60 @@ func (e *Env) Count(t testing.TB, table string) int {
 func (e *Env) Counts(t testing.TB) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, table := range []string{"users", "sessions", "accounts", "memberships", "invitations", "signing_keys", "outbox", "staff_audit"} {
+	for _, table := range []string{"users", "sessions", "accounts", "memberships", "invitations", "signing_keys", "outbox", "staff_audit", "user_tokens", "mail_outbox"} {
 		out[table] = e.Count(t, table)
 	}
 	return out
+}
+
+// Mail returns the template data of every queued mail to address with
+// template, oldest first, opened as the relay would.
+func (e *Env) Mail(t testing.TB, address, template string) []map[string]string {
+	t.Helper()
+	rows, err := e.DB.Query(context.Background(), `
+		SELECT id, template, recipient, data_sealed FROM mail_outbox
+		WHERE recipient = $1 AND template = $2 AND data_sealed IS NOT NULL ORDER BY created_at, id`, address, template)
+	if err != nil {
+		t.Fatalf("read mail outbox: %v", err)
+	}
+	defer rows.Close()
+	var out []map[string]string
+	for rows.Next() {
+		var m identity.OutgoingMail
+		if err := rows.Scan(&m.ID, &m.Template, &m.To, &m.Sealed); err != nil {
+			t.Fatalf("scan mail outbox: %v", err)
+		}
+		data, err := e.Service.MailSealer().Open(m)
+		if err != nil {
+			t.Fatalf("open mail: %v", err)
+		}
+		out = append(out, data)
+	}
+	return out
+}
+
+// LinkToken returns the token of the newest queued mail to address with
+// template (the token parameter of its link).
+func (e *Env) LinkToken(t testing.TB, address, template string) string {
+	t.Helper()
+	mails := e.Mail(t, address, template)
+	if len(mails) == 0 {
+		t.Fatalf("no %s mail queued for %s", template, address)
+	}
+	link := mails[len(mails)-1]["link"]
+	u, err := url.Parse(link)
+	if err != nil || u.Query().Get("token") == "" {
+		t.Fatalf("%s mail to %s: link %q carries no token", template, address, link)
+	}
+	return u.Query().Get("token")
+}
+
+// Verify verifies address through its emailed link and returns the user.
+func (e *Env) Verify(t testing.TB, address string) identity.User {
+	t.Helper()
+	u, err := e.Service.VerifyEmail(context.Background(), e.LinkToken(t, address, identity.TemplateVerifyEmail))
+	if err != nil {
+		t.Fatalf("verify %s: %v", address, err)
+	}
+	return u
 }

@@ -301,7 +301,7 @@ func (s *Store) RemoveMember(ctx context.Context, accountID, userID, by string) 
 }
 
 // CreateInvitation implements identity.Store.
-func (s *Store) CreateInvitation(ctx context.Context, inv identity.Invitation, digest, invitedBy string) (identity.Invitation, error) {
+func (s *Store) CreateInvitation(ctx context.Context, inv identity.Invitation, digest, invitedBy string, mail identity.OutgoingMail) (identity.Invitation, error) {
 	inv.ID = uuid.NewString()
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		if err := lockAccount(ctx, tx, inv.AccountID); err != nil {
@@ -316,6 +316,9 @@ func (s *Store) CreateInvitation(ctx context.Context, inv identity.Invitation, d
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			inv.ID, inv.AccountID, inv.Email, string(inv.Role), digest, invitedBy, inv.CreatedAt, inv.ExpiresAt)
 		if err != nil {
+			return err
+		}
+		if err := insertMail(ctx, tx, mail); err != nil {
 			return err
 		}
 		return writeEvents(ctx, tx, identity.MemberInvited(inv, invitedBy))
@@ -333,6 +336,9 @@ func (s *Store) AcceptInvitation(ctx context.Context, digest, userID string) (id
 			invID string
 			role  string
 		)
+		if err := mayAccept(ctx, tx, digest, userID); err != nil {
+			return err
+		}
 		err := tx.QueryRow(ctx, `
 			UPDATE invitations SET accepted_at = $2, accepted_by = $3
 			WHERE token_digest = $1 AND accepted_at IS NULL AND declined_at IS NULL AND revoked_at IS NULL

@@ -206,12 +206,12 @@ func TestAcceptWhenAlreadyMember(t *testing.T) {
 		owner := env.Team(t, env.User(t, "owner@example.com"), "Acme Corp")
 		member := env.Join(t, owner, env.User(t, "member@example.com"), identity.RoleMember)
 		other := env.User(t, "other@example.com")
-		inv, err := env.Service.Invite(ctx, owner, "someone@example.com", identity.RoleAdmin)
+		inv, err := env.Service.Invite(ctx, owner, "member@example.com", identity.RoleAdmin)
 		if err != nil {
 			t.Fatal(err)
 		}
 		writesNothing(t, env, func() {
-			for _, p := range []identity.Principal{owner, member} {
+			for _, p := range []identity.Principal{member} {
 				_, err := env.Service.AcceptInvitation(ctx, p, inv.Token)
 				if !errors.Is(err, identity.ErrAlreadyMember) {
 					t.Errorf("accept by the member %s: %v, want ErrAlreadyMember", p.User.Email, err)
@@ -223,8 +223,13 @@ func TestAcceptWhenAlreadyMember(t *testing.T) {
 		if p := env.For(t, member, owner.Account.ID); p.Account.Role != identity.RoleMember {
 			t.Errorf("the member's role became %s", p.Account.Role)
 		}
-		if m, err := env.Service.AcceptInvitation(ctx, other, inv.Token); err != nil || m.Role != identity.RoleAdmin {
-			t.Errorf("accept by someone else afterwards: %+v, %v", m, err)
+		if err := env.Service.RemoveMember(ctx, owner, member.User.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = env.Service.AcceptInvitation(ctx, other, inv.Token)
+		wantCode(t, err, identity.CodeInvitationEmailMismatch)
+		if m, err := env.Service.AcceptInvitation(ctx, member, inv.Token); err != nil || m.Role != identity.RoleAdmin {
+			t.Errorf("accept by the invitee once no longer a member: %+v, %v", m, err)
 		}
 	})
 }

@@ -49,7 +49,7 @@ func TestRaceInvitationEndsOnce(t *testing.T) {
 		for i := range users {
 			users[i] = env.User(t, fmt.Sprintf("u%03d@example.com", i))
 		}
-		inv, err := env.Service.Invite(ctx, owner, "anyone@example.com", identity.RoleMember)
+		inv, err := env.Service.Invite(ctx, owner, "u000@example.com", identity.RoleMember)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestRaceInvitationEndsOnce(t *testing.T) {
 		codes, unexpected := race(racers, func(i int) error {
 			switch i % 3 {
 			case 0:
-				_, err := env.Service.AcceptInvitation(ctx, users[i], inv.Token)
+				_, err := env.Service.AcceptInvitation(ctx, users[0], inv.Token) // only the invitee may accept
 				return err
 			case 1:
 				return env.Service.DeclineInvitation(ctx, users[i], inv.Token)

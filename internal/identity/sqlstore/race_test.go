@@ -117,7 +117,12 @@ func TestRaceAcceptInvitation(t *testing.T) {
 		for i := range users {
 			users[i] = env.User(t, fmt.Sprintf("u%03d@example.com", i))
 		}
-		inv, err := env.Service.Invite(ctx, owner, "anyone@example.com", identity.RoleMember)
+		// Only the invitee can accept: every racer is the invitee, each
+		// with its own session.
+		for i := 1; i < len(users); i++ {
+			users[i] = env.Principal(t, env.Login(t, "u000@example.com"), "")
+		}
+		inv, err := env.Service.Invite(ctx, owner, "u000@example.com", identity.RoleMember)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -201,7 +201,7 @@ func (s *Store) RevokeInvitation(ctx context.Context, accountID, invitationID, b
 // token is dead the moment the new one exists, and an accept racing the
 // resend either consumed the invitation first (the resend then finds
 // nothing) or finds the old digest gone.
-func (s *Store) ResendInvitation(ctx context.Context, accountID, invitationID, digest, by string) (identity.Invitation, error) {
+func (s *Store) ResendInvitation(ctx context.Context, accountID, invitationID, digest, by string, mail func(identity.Invitation) (identity.OutgoingMail, error)) (identity.Invitation, error) {
 	var inv identity.Invitation
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		// Invitation row first, then the account, as RevokeInvitation.
@@ -226,6 +226,13 @@ func (s *Store) ResendInvitation(ctx context.Context, accountID, invitationID, d
 			return identity.ErrInvitationNotFound
 		}
 		inv.Role, inv.CreatedAt, inv.ExpiresAt = identity.Role(role), inv.CreatedAt.UTC(), inv.ExpiresAt.UTC()
+		m, err := mail(inv)
+		if err != nil {
+			return err
+		}
+		if err := insertMail(ctx, tx, m); err != nil {
+			return err
+		}
 		return writeEvents(ctx, tx, identity.MemberInvited(inv, by))
 	})
 	return inv, err

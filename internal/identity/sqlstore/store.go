@@ -66,6 +66,17 @@ func (s *Store) CreateUser(ctx context.Context, in identity.NewUser) (identity.U
 		if err := insertAccount(ctx, tx, a, u.ID); err != nil {
 			return err
 		}
+		if in.Verification.Digest != "" {
+			if err := insertToken(ctx, tx, u.ID, in.Verification); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE users SET verification_sent_at = $2 WHERE id = $1`, u.ID, tx.Now); err != nil {
+				return err
+			}
+			if err := insertMail(ctx, tx, in.VerificationMail); err != nil {
+				return err
+			}
+		}
 		return writeEvents(ctx, tx, identity.UserCreated(u), identity.AccountCreated(a, u.ID))
 	})
 	return u, a, err
@@ -211,19 +222,22 @@ func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID s
 		aUpdate sql.NullTime
 		role    sql.NullString
 	)
-	var lastSeen time.Time
+	var (
+		lastSeen time.Time
+		verified sql.NullTime
+	)
 	now := sqldb.Timestamp(s.db.Now())
 	var err error
 	if accountID == "" {
 		err = s.db.QueryRow(ctx, `
-			SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at
+			SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at, u.verified_at
 			FROM sessions s JOIN users u ON u.id = s.user_id
 			WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
 			  AND u.disabled_at IS NULL`,
-			sessionID, userID, now).Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen)
+			sessionID, userID, now).Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen, &verified)
 	} else {
 		err = s.db.QueryRow(ctx, `
-			SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at,
+			SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at, u.verified_at,
 			       a.id, a.name, a.slug, a.personal, a.created_at, a.updated_at, m.role
 			FROM sessions s
 			JOIN users u ON u.id = s.user_id
@@ -231,7 +245,7 @@ func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID s
 			LEFT JOIN accounts a ON a.id = m.account_id
 			WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
 			  AND u.disabled_at IS NULL`,
-			sessionID, userID, now, accountID).Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen,
+			sessionID, userID, now, accountID).Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen, &verified,
 			&aID, &aName, &aSlug, &aPers, &aCreate, &aUpdate, &role)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
@@ -242,6 +256,7 @@ func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID s
 	}
 	p.SessionID = sessionID
 	p.User.CreatedAt = p.User.CreatedAt.UTC()
+	p.User.EmailVerifiedAt = timePtr(verified)
 	if lastSeen.Before(now.Add(-identity.LastSeenGranularity)) {
 		if err := s.touchSession(ctx, sessionID); err != nil {
 			return identity.Principal{}, err

@@ -69,6 +69,8 @@ type Options struct {
 	Env map[string]string
 	// BoxEnv adds box variables.
 	BoxEnv map[string]string
+	// IdentityEnv adds identity variables (its mail relay, for one).
+	IdentityEnv map[string]string
 }
 
 func listen(t testing.TB) net.Listener {
@@ -111,7 +113,10 @@ func Start(t testing.TB, engine sqldb.Engine, opts Options) *Platform {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	idEnv := map[string]string{"DATABASE_URL": idDB, "IDENTITY_MASTER_KEY": base64.StdEncoding.EncodeToString(key),
-		"IDENTITY_ISSUER": p.IdentityURL, "GOMAXPROCS": "2"}
+		"IDENTITY_ISSUER": p.IdentityURL}
+	for k, v := range opts.IdentityEnv {
+		idEnv[k] = v
+	}
 	var idCfg identitycmd.Config
 	if err := config.Load(ctx, func(k string) string { return idEnv[k] }, &idCfg); err != nil {
 		t.Fatalf("identity config: %v", err)

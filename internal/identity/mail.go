@@ -1,0 +1,94 @@
+package identity
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Courier's templates that identity's flows send (courier.md section 2).
+const (
+	TemplateVerifyEmail        = "verify_email"
+	TemplatePasswordReset      = "password_reset"
+	TemplateEmailChangeConfirm = "email_change_confirm"
+	TemplateEmailChangedNotice = "email_changed_notice"
+	TemplateInvitation         = "invitation"
+)
+
+// OutgoingMail is a request to courier as identity's mail outbox keeps it:
+// the template data carries one-time links, so it is stored only sealed
+// (with a key derived from IDENTITY_MASTER_KEY, the row's id as associated
+// data) and erased once courier has taken the request.
+type OutgoingMail struct {
+	ID        string
+	Template  string
+	To        string
+	Sealed    []byte
+	CreatedAt time.Time
+	Attempts  int
+}
+
+// MailSealer seals and opens the template data of outgoing mail.
+type MailSealer struct{ aead cipher.AEAD }
+
+// NewMailSealer derives the mail key from the master key, so a leaked mail
+// row cannot be opened with the signing keys' sealing key and vice versa.
+func NewMailSealer(master []byte) (*MailSealer, error) {
+	if len(master) != 32 {
+		return nil, errors.New("the master key must be 32 bytes")
+	}
+	key := sha256.Sum256(append([]byte("identity mail outbox v1\x00"), master...))
+	block, err := aes.NewCipher(key[:])
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &MailSealer{aead: aead}, nil
+}
+
+// Mail builds an outgoing mail with a fresh id and data sealed to it.
+func (m *MailSealer) Mail(template, to string, data map[string]string) (OutgoingMail, error) {
+	id := uuid.NewString()
+	plain, err := json.Marshal(data)
+	if err != nil {
+		return OutgoingMail{}, err
+	}
+	nonce := make([]byte, m.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return OutgoingMail{}, err
+	}
+	return OutgoingMail{ID: id, Template: template, To: to, Sealed: m.aead.Seal(nonce, nonce, plain, []byte(id))}, nil
+}
+
+// Open returns the template data of mail.
+func (m *MailSealer) Open(mail OutgoingMail) (map[string]string, error) {
+	n := m.aead.NonceSize()
+	if len(mail.Sealed) < n {
+		return nil, fmt.Errorf("mail %s: sealed data too short", mail.ID)
+	}
+	plain, err := m.aead.Open(nil, mail.Sealed[:n], mail.Sealed[n:], []byte(mail.ID))
+	if err != nil {
+		return nil, fmt.Errorf("mail %s: %w", mail.ID, err)
+	}
+	var data map[string]string
+	if err := json.Unmarshal(plain, &data); err != nil {
+		return nil, fmt.Errorf("mail %s: %w", mail.ID, err)
+	}
+	return data, nil
+}
+
+// link is a page of the web app carrying a one-time token.
+func (s *Service) link(path, token string) string {
+	return s.opts.PublicURL + path + "?token=" + url.QueryEscape(token)
+}
