@@ -28,6 +28,8 @@ type Credentials struct {
 // database can decide; anything else is an internal failure.
 type Store interface {
 	KeyStore
+	MFAStore
+	APIKeyStore
 
 	// CreateUser creates the user, a personal account and the owner
 	// membership. Errors: ErrEmailTaken, ErrSlugTaken (retry with another
