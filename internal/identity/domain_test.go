@@ -289,6 +289,7 @@ func TestEventTypes(t *testing.T) {
 		"identity.user.created", "identity.account.created", "identity.account.updated", "identity.account.deleted",
 		"identity.member.invited", "identity.member.joined", "identity.member.removed", "identity.member.role_changed",
 		"identity.staff.enabled", "identity.staff.disabled",
+		"identity.mfa.enabled", "identity.mfa.disabled", "identity.api_key.created", "identity.api_key.revoked",
 	}
 	got := EventTypes()
 	if strings.Join(got, ",") != strings.Join(want, ",") {

@@ -26,6 +26,10 @@ var statusOf = map[string]int{
 	identity.CodePersonalAccount:    http.StatusUnprocessableEntity,
 	identity.CodeLocked:             http.StatusLocked,
 	identity.CodeInvalidCredentials: http.StatusForbidden,
+	identity.CodeInvalidCode:        http.StatusUnauthorized,
+	identity.CodeTokenExpired:       http.StatusGone,
+	identity.CodeTokenUsed:          http.StatusGone,
+	identity.CodeInsufficientScope:  http.StatusForbidden,
 }
 
 type api struct {

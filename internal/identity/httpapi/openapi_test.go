@@ -378,6 +378,8 @@ func TestOpenAPIConformance(t *testing.T) {
 		env.Clock.Advance(identity.InvitationTTL + time.Hour)
 		c.Code("POST", "/v1/invitations/accept", `{"token":"`+late.Token+`"}`, 410, "invitation_expired", openapitest.Bearer(login("late@example.com")))
 
+		exerciseMFAAndKeys(t, c, env, login("owner@example.com"))
+
 		// Without a database every /v1 route and the key set are 404.
 		nodb := openapitest.NewClient(t, OpenAPI(), NewServer(Deps{Logger: logger}), seen)
 		for _, rt := range oaRoutes(team.ID, owner.ID) {
@@ -430,6 +432,14 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"DELETE", acct + "/invitations/" + userID, ""},
 		{"POST", acct + "/invitations/" + userID + "/resend", ""},
 		{"POST", "/v1/invitations/decline", `{"token":"abc"}`},
+		{"POST", "/v1/session/mfa", `{"challenge":"abc","code":"123456"}`},
+		{"POST", "/v1/me/mfa/totp", `{"password":"correct horse battery"}`},
+		{"POST", "/v1/me/mfa/totp/confirm", `{"code":"123456"}`},
+		{"DELETE", "/v1/me/mfa/totp", `{"code":"123456"}`},
+		{"POST", "/v1/me/mfa/recovery_codes", `{"code":"123456"}`},
+		{"GET", acct + "/api_keys", ""},
+		{"POST", acct + "/api_keys", `{"name":"ci","scopes":["artifacts:fetch"]}`},
+		{"DELETE", acct + "/api_keys/" + userID, ""},
 	}
 }
 
