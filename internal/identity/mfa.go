@@ -91,6 +91,10 @@ type MFAStore interface {
 	// ReplaceRecoveryCodes consumes f and replaces the active recovery
 	// codes. Errors: ErrInvalidCode, ErrMFANotEnrolled.
 	ReplaceRecoveryCodes(ctx context.Context, userID string, f Factor, digests []string) error
+	// ConsumeFactor consumes f on its own (a flow that needs the factor
+	// inside its own transaction uses sqlstore's useFactor there).
+	// Errors: ErrInvalidCode.
+	ConsumeFactor(ctx context.Context, userID string, f Factor) error
 	// CreateChallenge stores a challenge for userID under digest.
 	CreateChallenge(ctx context.Context, userID, digest string, ttl time.Duration) (time.Time, error)
 	// ChallengeUser returns the user of a live challenge. Errors:
@@ -197,7 +201,7 @@ func (s *Service) RegenerateRecoveryCodes(ctx context.Context, p Principal, code
 	return codes, err
 }
 
-// VerifyMFA checks and consumes a factor of a user with MFA enabled (for
+// VerifyMFA checks and consumes (once, under concurrency) a factor of a user with MFA enabled (for
 // flows outside sign-in, such as a password reset). It reports whether
 // the user has MFA at all. Errors: ErrInvalidCode, CodeLocked.
 func (s *Service) VerifyMFA(ctx context.Context, userID, code string) (enabled bool, err error) {
@@ -205,8 +209,16 @@ func (s *Service) VerifyMFA(ctx context.Context, userID, code string) (enabled b
 	if err != nil || !st.Enabled {
 		return false, err
 	}
-	_, err = s.factor(ctx, userID, code)
-	return true, err
+	f, err := s.factor(ctx, userID, code)
+	if err != nil {
+		return true, err
+	}
+	if err := s.store.ConsumeFactor(ctx, userID, f); errors.Is(err, ErrInvalidCode) {
+		return true, s.wrongCode(ctx, userID)
+	} else if err != nil {
+		return true, err
+	}
+	return true, nil
 }
 
 // sign issues the token of a new session.

@@ -135,6 +135,11 @@ func useFactor(ctx context.Context, tx *sqldb.Tx, userID string, f identity.Fact
 	return nil
 }
 
+// ConsumeFactor implements identity.MFAStore.
+func (s *Store) ConsumeFactor(ctx context.Context, userID string, f identity.Factor) error {
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error { return useFactor(ctx, tx, userID, f) })
+}
+
 // DisableTOTP implements identity.MFAStore.
 func (s *Store) DisableTOTP(ctx context.Context, userID string, f identity.Factor) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {

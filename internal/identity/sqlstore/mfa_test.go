@@ -154,6 +154,15 @@ func TestMFA(t *testing.T) {
 			}
 			en = next
 		})
+		t.Run("OKVerifyMFAConsumesOnce", func(t *testing.T) {
+			env.Clock.Advance(30 * time.Second)
+			code := codeAt(t, en.Secret, env.Clock.Now())
+			if enabled, err := env.Service.VerifyMFA(ctx, p.User.ID, code); !enabled || err != nil {
+				t.Fatalf("VerifyMFA = %v, %v; want enabled, nil", enabled, err)
+			}
+			_, err := env.Service.VerifyMFA(ctx, p.User.ID, code)
+			wantCode(t, err, identity.CodeInvalidCode)
+		})
 		t.Run("OKDisable", func(t *testing.T) {
 			if err := env.Service.DisableTOTP(ctx, p, en.RecoveryCodes[0]); err != nil {
 				t.Fatalf("disable: %v", err)
