@@ -16,6 +16,7 @@ import (
 const (
 	CodeUnauthenticated     = "unauthenticated"      // 401
 	CodeForbidden           = "forbidden"            // 403
+	CodeInsufficientScope   = "insufficient_scope"   // 403: an API key outside its scopes
 	CodeNotFound            = "not_found"            // 404
 	CodeConflict            = "conflict"             // 409
 	CodeUnprocessable       = "unprocessable"        // 422
@@ -263,9 +264,10 @@ type Identity interface {
 	// OperatorMe returns the staff user's id. Errors: unauthenticated,
 	// forbidden, unavailable.
 	OperatorMe(ctx context.Context, token string) (userID string, err error)
-	// AccountRole returns the caller's role in the account. Errors:
-	// unauthenticated, not_found, unavailable.
-	AccountRole(ctx context.Context, token, accountID string) (role string, err error)
+	// AccountRole returns the caller's role in the account and, for an
+	// API key (role RoleAPIKey), its scopes. Errors: unauthenticated,
+	// not_found, unavailable.
+	AccountRole(ctx context.Context, token, accountID string) (role string, scopes []string, err error)
 	// Me returns the caller's user id. Errors: unauthenticated, unavailable.
 	Me(ctx context.Context, token string) (userID string, err error)
 }

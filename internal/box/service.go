@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/platformco/platform/internal/ids"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -45,7 +46,22 @@ func (s Staff) UserID() string { return s.userID }
 type Member struct {
 	accountID string
 	role      string
+	scopes    []string
 	userID    string
+}
+
+// RoleAPIKey is the role identity reports for an API key reading its own
+// account (identity-lifecycle.md §5).
+const RoleAPIKey = "api_key"
+
+// Allow checks that the caller may act with scope: a person may (roles are
+// identity's to enforce); an API key only within its scopes. Errors:
+// insufficient_scope.
+func (m Member) Allow(scope string) error {
+	if m.role != RoleAPIKey || (scope != "" && slices.Contains(m.scopes, scope)) {
+		return nil
+	}
+	return errs.New(CodeInsufficientScope, "this API key's scopes do not permit this request")
 }
 
 // AccountID is the account the membership was checked for (lower case).
@@ -84,11 +100,11 @@ func (s *Service) Member(ctx context.Context, token, accountID string) (Member, 
 	if !ok {
 		return Member{}, notFound()
 	}
-	role, err := s.identity.AccountRole(ctx, token, id)
+	role, scopes, err := s.identity.AccountRole(ctx, token, id)
 	if err != nil {
 		return Member{}, err
 	}
-	return Member{accountID: id, role: role}, nil
+	return Member{accountID: id, role: role, scopes: scopes}, nil
 }
 
 // MemberUser is Member plus the caller's user id, for the operations that
@@ -97,6 +113,11 @@ func (s *Service) MemberUser(ctx context.Context, token, accountID string) (Memb
 	m, err := s.Member(ctx, token, accountID)
 	if err != nil {
 		return Member{}, err
+	}
+	if m.role == RoleAPIKey {
+		// An API key is no user: what records its actor (approvals,
+		// claims, Idempotency-Key records) is not open to it.
+		return Member{}, m.Allow("")
 	}
 	if m.userID, err = s.identity.Me(ctx, token); err != nil {
 		return Member{}, err

@@ -35,6 +35,10 @@ func identityManifest() Manifest {
 		"identity.staff.disabled",
 		"identity.user.email_verified",
 		"identity.session.revoked",
+		"identity.mfa.enabled",
+		"identity.mfa.disabled",
+		"identity.api_key.created",
+		"identity.api_key.revoked",
 	}}
 }
 
@@ -113,10 +117,10 @@ func TestCatalogHoldsPlatformRows(t *testing.T) {
 		"identity.account.created": StatusDeclared, "identity.account.updated": StatusDeclared,
 		"identity.account.deleted": StatusDeclared, "identity.member.invited": StatusDeclared,
 		"identity.member.joined": StatusDeclared, "identity.member.removed": StatusDeclared,
-		"identity.member.role_changed": StatusDeclared, "identity.mfa.enabled": StatusNotEmitted,
+		"identity.member.role_changed": StatusDeclared, "identity.mfa.enabled": StatusDeclared,
 		"identity.staff.enabled": StatusDeclared, "identity.staff.disabled": StatusDeclared,
-		"identity.mfa.disabled": StatusNotEmitted, "identity.session.revoked": StatusDeclared,
-		"identity.api_key.created": StatusNotEmitted, "identity.api_key.revoked": StatusNotEmitted,
+		"identity.mfa.disabled": StatusDeclared, "identity.session.revoked": StatusDeclared,
+		"identity.api_key.created": StatusDeclared, "identity.api_key.revoked": StatusDeclared,
 		"identity.oidc_client.created": StatusNotEmitted, "identity.oidc_client.revoked": StatusNotEmitted,
 		"billing.plan.created": StatusExternal, "billing.plan.updated": StatusExternal,
 		"billing.customer.created": StatusExternal, "billing.subscription.started": StatusExternal,
@@ -162,9 +166,9 @@ func TestCheckFindsDisagreements(t *testing.T) {
 		}, "identity.user.created", "manifest does not declare it"},
 		{"ManifestDeclaresNotEmitted", func(t *testing.T, m fstest.MapFS) []Manifest {
 			mf := identityManifest()
-			mf.Types = append(mf.Types, "identity.mfa.enabled")
+			mf.Types = append(mf.Types, "identity.oidc_client.created")
 			return []Manifest{mf}
-		}, "identity.mfa.enabled", "catalogued as not_emitted, but identity's manifest declares it"},
+		}, "identity.oidc_client.created", "catalogued as not_emitted, but identity's manifest declares it"},
 		{"ManifestOfExternalPublisher", func(t *testing.T, m fstest.MapFS) []Manifest {
 			return []Manifest{identityManifest(), {Service: "muse", Types: []string{"muse.tokens.consumed"}}}
 		}, "muse.tokens.consumed", "publisher \"muse\" is built in this repository"},

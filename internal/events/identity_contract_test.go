@@ -6,6 +6,9 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/pquerna/otp/totp"
 
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/identity"
@@ -78,6 +81,33 @@ func TestIdentityEventsMeetTheContract(t *testing.T) {
 		reset := env.LinkToken(t, "decliner@example.com", identity.TemplatePasswordReset)
 		if err := svc.ConfirmPasswordReset(ctx, reset, "another horse battery"); err != nil { // session.revoked
 			t.Fatal(err)
+		}
+		en, err := svc.EnrolTOTP(ctx, owner, identitytest.Password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, err := totp.GenerateCode(en.Secret, env.Clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.ConfirmTOTP(ctx, owner, code); err != nil { // mfa.enabled
+			t.Fatal(err)
+		}
+		if err := svc.DisableTOTP(ctx, owner, en.RecoveryCodes[0]); err != nil { // mfa.disabled
+			t.Fatal(err)
+		}
+		exp := env.Clock.Now().Add(time.Hour)
+		for _, in := range []identity.CreateAPIKeyInput{
+			{Name: "ci", Scopes: []string{identity.ScopeArtifactsFetch}},
+			{Name: "release bot", Scopes: identity.Scopes(), ExpiresAt: &exp},
+		} {
+			k, err := svc.CreateAPIKey(ctx, team, in) // api_key.created
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.RevokeAPIKey(ctx, team, k.ID); err != nil { // api_key.revoked
+				t.Fatal(err)
+			}
 		}
 		if err := svc.DeleteAccount(ctx, env.For(t, owner, team.Account.ID)); err != nil { // account.deleted
 			t.Fatal(err)

@@ -290,6 +290,7 @@ func TestEventTypes(t *testing.T) {
 		"identity.member.invited", "identity.member.joined", "identity.member.removed", "identity.member.role_changed",
 		"identity.staff.enabled", "identity.staff.disabled",
 		"identity.user.email_verified", "identity.session.revoked",
+		"identity.mfa.enabled", "identity.mfa.disabled", "identity.api_key.created", "identity.api_key.revoked",
 	}
 	got := EventTypes()
 	if strings.Join(got, ",") != strings.Join(want, ",") {

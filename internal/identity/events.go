@@ -23,6 +23,7 @@ func EventTypes() []string {
 		EventMemberInvited, EventMemberJoined, EventMemberRemoved, EventMemberRoleChanged,
 		EventStaffEnabled, EventStaffDisabled,
 		EventUserEmailVerified, EventSessionRevoked,
+		EventMFAEnabled, EventMFADisabled, EventAPIKeyCreated, EventAPIKeyRevoked,
 	}
 }
 
@@ -139,4 +140,51 @@ func StaffChanged(userID string, staff bool) Event {
 		typ = EventStaffEnabled
 	}
 	return Event{typ, userID, staffChanged{userID}}
+}
+
+// Events of MFA and API keys.
+const (
+	EventMFAEnabled    = "identity.mfa.enabled"
+	EventMFADisabled   = "identity.mfa.disabled"
+	EventAPIKeyCreated = "identity.api_key.created"
+	EventAPIKeyRevoked = "identity.api_key.revoked"
+)
+
+type (
+	mfaChanged struct {
+		UserID string `json:"user_id"`
+	}
+	// apiKeyCreated carries no id of the key in data (platform.md): the
+	// subject names the row.
+	apiKeyCreated struct {
+		AccountID string     `json:"account_id"`
+		Name      string     `json:"name"`
+		Scopes    []string   `json:"scopes"`
+		CreatedBy string     `json:"created_by"`
+		ExpiresAt *time.Time `json:"expires_at"`
+	}
+	apiKeyRevoked struct {
+		AccountID string `json:"account_id"`
+		RevokedBy string `json:"revoked_by"`
+	}
+)
+
+// MFAChanged is the fact of TOTP confirmed (every rotation too) or turned off.
+func MFAChanged(userID string, enabled bool) Event {
+	typ := EventMFADisabled
+	if enabled {
+		typ = EventMFAEnabled
+	}
+	return Event{typ, userID, mfaChanged{userID}}
+}
+
+// APIKeyCreated is the fact of a key issued.
+func APIKeyCreated(k APIKey) Event {
+	return Event{EventAPIKeyCreated, k.ID, apiKeyCreated{k.AccountID, k.Name, k.Scopes, k.CreatedBy, k.ExpiresAt}}
+}
+
+// APIKeyRevoked is the fact of a key withdrawn by the user by (the
+// creator losing admin revokes with by their own id's remover).
+func APIKeyRevoked(keyID, accountID, by string) Event {
+	return Event{EventAPIKeyRevoked, keyID, apiKeyRevoked{accountID, by}}
 }

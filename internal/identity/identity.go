@@ -117,6 +117,11 @@ type Principal struct {
 	// Account is set when the caller is a member of the account a route
 	// names; nil when the route names none or the caller is not a member.
 	Account *Account
+
+	// APIKey is set when the caller is an API key rather than a person:
+	// then User is empty and Account, when set, is the key's own account
+	// with Role RoleAPIKey.
+	APIKey *APIKey
 }
 
 // InvitationTTL is how long an invitation can be accepted.

@@ -155,6 +155,11 @@ func (s *Service) Login(ctx context.Context, email, password string) (token stri
 		}
 		return "", Session{}, ErrUnauthorized
 	}
+	if st, err := s.store.MFAState(ctx, cred.UserID); err != nil {
+		return "", Session{}, err
+	} else if st.Enabled {
+		return "", Session{}, s.startMFAChallenge(ctx, cred.UserID)
+	}
 	newHash := ""
 	if rehash {
 		if newHash, err = s.hasher.Hash(ctx, password); err != nil {
@@ -184,6 +189,9 @@ func (s *Service) Login(ctx context.Context, email, password string) (token stri
 func (s *Service) Authenticate(ctx context.Context, token, accountID string) (Principal, error) {
 	if token == "" {
 		return Principal{}, ErrUnauthorized
+	}
+	if strings.HasPrefix(token, APIKeyPrefix) {
+		return s.authenticateAPIKey(ctx, token, accountID)
 	}
 	c, err := s.keys.Verify(token, s.opts.Issuer, s.opts.Now)
 	if err != nil {

@@ -34,6 +34,8 @@ type Credentials struct {
 type Store interface {
 	KeyStore
 	LifecycleStore
+	MFAStore
+	APIKeyStore
 
 	// CreateUser creates the user, a personal account and the owner
 	// membership. Errors: ErrEmailTaken, ErrSlugTaken (retry with another

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ const (
 	CodeCapabilityUsed    = "capability_used"    // 410, box's
 	CodeCapabilityExpired = "capability_expired" // 410, box's
 	CodeUnavailable       = "unavailable"        // 503
+	CodeInsufficientScope = "insufficient_scope" // 403: an API key without account:read
 )
 
 // DefaultCredentialTTL and MaxCredentialTTL bound how long an issued
@@ -63,11 +65,15 @@ type Box interface {
 }
 
 // Identity answers membership questions with the caller's token (box's
-// identityclient implements it): the caller's role, or not_found,
-// unauthenticated, unavailable.
+// identityclient implements it): the caller's role (with an API key's
+// scopes), or not_found, unauthenticated, unavailable.
 type Identity interface {
-	AccountRole(ctx context.Context, token, accountID string) (string, error)
+	AccountRole(ctx context.Context, token, accountID string) (string, []string, error)
 }
+
+// scopeAccountRead is the API-key scope that reads an account's records
+// (identity-lifecycle.md section 5), the pull record among them.
+const scopeAccountRead = "account:read"
 
 // Credential is one issued pull credential. The password is never stored:
 // only its digest.
@@ -268,8 +274,12 @@ func (s *Service) Pulls(ctx context.Context, token, accountID string) ([]Pull, e
 	if _, err := uuid.Parse(accountID); err != nil {
 		return nil, errs.New(CodeNotFound, "not found")
 	}
-	if _, err := s.identity.AccountRole(ctx, token, accountID); err != nil {
+	role, scopes, err := s.identity.AccountRole(ctx, token, accountID)
+	if err != nil {
 		return nil, err
+	}
+	if role == "api_key" && !slices.Contains(scopes, scopeAccountRead) {
+		return nil, errs.New(CodeInsufficientScope, "this API key's scopes do not permit reading pulls")
 	}
 	return s.store.Pulls(ctx, accountID, MaxPulls)
 }

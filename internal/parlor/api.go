@@ -51,6 +51,8 @@ type APIError struct {
 	// TraceID is the trace the API answered in (identity names it), which
 	// is the page's own when the trace context was carried through.
 	TraceID string
+	// Challenge is the MFA challenge of a sign-in answered mfa_required.
+	Challenge string
 }
 
 func (e *APIError) Error() string {
@@ -149,10 +151,11 @@ func (c *Client) doConflict(ctx context.Context, token, method, path string, bod
 func decodeError(status int, raw []byte) *APIError {
 	e := &APIError{Status: status, Fields: map[string]string{}}
 	var env struct {
-		Detail  string `json:"detail"`
-		Code    string `json:"code"`
-		TraceID string `json:"trace_id"`
-		Errors  []struct {
+		Detail    string `json:"detail"`
+		Code      string `json:"code"`
+		TraceID   string `json:"trace_id"`
+		Challenge string `json:"challenge"`
+		Errors    []struct {
 			Field string `json:"field"`
 			Code  string `json:"code"`
 		} `json:"errors"`
@@ -177,7 +180,7 @@ func decodeError(status int, raw []byte) *APIError {
 			}
 		}
 	default:
-		e.Code, e.Message, e.TraceID = env.Code, env.Detail, env.TraceID
+		e.Code, e.Message, e.TraceID, e.Challenge = env.Code, env.Detail, env.TraceID, env.Challenge
 		for _, f := range env.Errors {
 			if _, seen := e.Fields[f.Field]; !seen {
 				e.Fields[f.Field] = f.Code

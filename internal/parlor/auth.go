@@ -21,6 +21,9 @@ var notices = map[string]string{
 	"granted":   "The entitlement was granted.",
 	"revoked":   "The entitlement was revoked.",
 	"published": "The release was published.",
+	"mfa_on":    "Two-factor authentication is on.",
+	"mfa_off":   "Two-factor authentication is off.",
+	"key_gone":  "The API key was revoked; it stopped working at once.",
 }
 
 func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }
@@ -77,6 +80,10 @@ func (s *server) signin(w http.ResponseWriter, r *http.Request) {
 	next := r.PostFormValue("next")
 	p := &page{Title: "Sign in", Form: map[string]string{"email": email, "next": next}}
 	sess, err := s.api.SignIn(r.Context(), email, r.PostFormValue("password"))
+	if CodeOf(err) == "mfa_required" {
+		s.renderMFAStep(w, r, http.StatusOK, &page{Title: "Two-factor authentication"}, challengeOf(err), next)
+		return
+	}
 	if err != nil {
 		status := formFailure(p, err)
 		if StatusOf(err) == http.StatusUnauthorized {

@@ -22,6 +22,7 @@ const (
 var statusOf = map[string]int{
 	box.CodeUnauthenticated:     http.StatusUnauthorized,
 	box.CodeForbidden:           http.StatusForbidden,
+	box.CodeInsufficientScope:   http.StatusForbidden,
 	box.CodeEntitlementRequired: http.StatusForbidden,
 	box.CodeVersionNotGranted:   http.StatusForbidden,
 	box.CodeNotFound:            http.StatusNotFound,

@@ -48,11 +48,24 @@ func (h *handlers) member(w http.ResponseWriter, r *http.Request, withUser bool)
 		check = h.svc.MemberUser
 	}
 	m, err := check(r.Context(), bearer(r), r.PathValue("account_id"))
+	if err == nil {
+		err = m.Allow(keyScopes[r.Pattern])
+	}
 	if err != nil {
 		writeError(w, r, h.logger, err)
 		return box.Member{}, false
 	}
 	return m, true
+}
+
+// keyScopes is the scope an API key needs on each account route
+// (identity-lifecycle.md §5); a route not named is closed to keys.
+var keyScopes = map[string]string{
+	"GET /v1/accounts/{account_id}/entitlements":      "entitlements:read",
+	"POST /v1/accounts/{account_id}/artifact_fetches": "artifacts:fetch",
+	"GET /v1/accounts/{account_id}/releases":          "releases:read",
+	"POST /v1/accounts/{account_id}/approvals":        "releases:approve",
+	"GET /v1/accounts/{account_id}/audit-events":      "account:read",
 }
 
 // idempotent wraps next in the Idempotency-Key layer for userID (or

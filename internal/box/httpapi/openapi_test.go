@@ -328,6 +328,7 @@ func TestOpenAPIConformance(t *testing.T) {
 
 		// With the database closed every /v1 route is a generic 500 and
 		// readiness is 503.
+		exerciseKeyScopes(t, c, e)
 		if err := e.db.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -201,35 +201,36 @@ func (c *Client) OperatorMe(ctx context.Context, token string) (string, error) {
 // AccountRole implements box.Identity. Identity's 404 (non-member, unknown
 // account) becomes box's 404; identity's 403 is unexpected here and fails
 // closed like any other status.
-func (c *Client) AccountRole(ctx context.Context, token, accountID string) (string, error) {
+func (c *Client) AccountRole(ctx context.Context, token, accountID string) (string, []string, error) {
 	const call = "account"
 	status, body, err := c.get(ctx, call, "/v1/accounts/"+url.PathEscape(accountID), token)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	switch status {
 	case http.StatusOK:
 	case http.StatusUnauthorized:
-		return "", unauthenticated()
+		return "", nil, unauthenticated()
 	case http.StatusNotFound:
-		return "", errs.New(box.CodeNotFound, box.MsgNotFound)
+		return "", nil, errs.New(box.CodeNotFound, box.MsgNotFound)
 	default:
-		return "", c.unexpected(ctx, call, status)
+		return "", nil, c.unexpected(ctx, call, status)
 	}
 	var acct struct {
-		ID   string `json:"id"`
-		Role string `json:"role"`
+		ID     string   `json:"id"`
+		Role   string   `json:"role"`
+		Scopes []string `json:"scopes"`
 	}
 	if err := decode(body, &acct); err != nil {
-		return "", c.failure(ctx, call, "malformed_body", "err", err.Error())
+		return "", nil, c.failure(ctx, call, "malformed_body", "err", err.Error())
 	}
 	if !strings.EqualFold(acct.ID, accountID) {
-		return "", c.failure(ctx, call, "account_mismatch")
+		return "", nil, c.failure(ctx, call, "account_mismatch")
 	}
 	if strings.TrimSpace(acct.Role) == "" {
-		return "", c.failure(ctx, call, "empty_role")
+		return "", nil, c.failure(ctx, call, "empty_role")
 	}
-	return acct.Role, nil
+	return acct.Role, acct.Scopes, nil
 }
 
 // Me implements box.Identity.

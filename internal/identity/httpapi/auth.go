@@ -86,6 +86,10 @@ func (a *api) authenticated(h principalHandler) http.Handler {
 			a.fail(w, r, err)
 			return
 		}
+		if p.APIKey != nil { // a key acts only on its account's routes
+			a.fail(w, r, identity.ErrInsufficientScope)
+			return
+		}
 		h(w, r, p)
 	})
 }
@@ -104,6 +108,14 @@ func (a *api) member(min identity.Role, h principalHandler) http.Handler {
 		p, err := a.svc.Authenticate(r.Context(), tok, r.PathValue("accountID"))
 		if err != nil {
 			a.fail(w, r, err)
+			return
+		}
+		if p.APIKey != nil {
+			if err := keyAllowed(r, p); err != nil {
+				a.fail(w, r, err)
+				return
+			}
+			h(w, r, p)
 			return
 		}
 		if err := identity.Authorize(p, min); err != nil {

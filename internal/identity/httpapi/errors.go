@@ -32,6 +32,8 @@ var statusOf = map[string]int{
 	identity.CodeEmailNotVerified:        http.StatusForbidden,
 	identity.CodeInvitationEmailMismatch: http.StatusForbidden,
 	identity.CodeRateLimited:             http.StatusTooManyRequests,
+	identity.CodeInvalidCode:             http.StatusUnauthorized,
+	identity.CodeInsufficientScope:       http.StatusForbidden,
 }
 
 type api struct {

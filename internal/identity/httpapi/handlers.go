@@ -112,7 +112,7 @@ func (a *api) login(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, sess, err := a.svc.Login(r.Context(), in.Email, in.Password)
 	if err != nil {
-		a.fail(w, r, err)
+		a.failLogin(w, r, err)
 		return
 	}
 	// Exactly the attributes operations.md fixes: a __Host- cookie has
@@ -214,6 +214,10 @@ func (a *api) createAccount(w http.ResponseWriter, r *http.Request, p identity.P
 }
 
 func (a *api) getAccount(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	if p.APIKey != nil {
+		httpx.WriteJSON(w, http.StatusOK, keyAccountBody{accountOut(*p.Account), p.APIKey.Scopes})
+		return
+	}
 	httpx.WriteJSON(w, http.StatusOK, accountOut(*p.Account))
 }
 

@@ -385,6 +385,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		// The credential lifecycle (the clock is now past every link issued
 		// at registration).
 		lifecycleConformance(t, c, env, login)
+		exerciseMFAAndKeys(t, c, env, login("owner@example.com"))
 
 		// Without a database every /v1 route and the key set are 404.
 		nodb := openapitest.NewClient(t, OpenAPI(), NewServer(Deps{Logger: logger}), seen)
@@ -444,6 +445,14 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"POST", "/v1/password/reset/confirm", `{"token":"abc","password":"another horse battery"}`},
 		{"POST", "/v1/me/email", `{"email":"moved@example.com","password":"correct horse battery"}`},
 		{"POST", "/v1/email/change/confirm", `{"token":"abc"}`},
+		{"POST", "/v1/session/mfa", `{"challenge":"abc","code":"123456"}`},
+		{"POST", "/v1/me/mfa/totp", `{"password":"correct horse battery"}`},
+		{"POST", "/v1/me/mfa/totp/confirm", `{"code":"123456"}`},
+		{"DELETE", "/v1/me/mfa/totp", `{"code":"123456"}`},
+		{"POST", "/v1/me/mfa/recovery_codes", `{"code":"123456"}`},
+		{"GET", acct + "/api_keys", ""},
+		{"POST", acct + "/api_keys", `{"name":"ci","scopes":["artifacts:fetch"]}`},
+		{"DELETE", acct + "/api_keys/" + userID, ""},
 	}
 }
 

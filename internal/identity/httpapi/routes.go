@@ -98,6 +98,16 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/password/reset/confirm", a.confirmPasswordReset)
 	mux.Handle("POST /v1/me/email", a.authenticated(a.requestEmailChange))
 	mux.HandleFunc("POST /v1/email/change/confirm", a.confirmEmailChange)
+
+	// MFA and API keys (identity-lifecycle.md §4, §5).
+	mux.HandleFunc("POST /v1/session/mfa", a.loginMFA)
+	mux.Handle("POST /v1/me/mfa/totp", a.authenticated(a.enrolTOTP))
+	mux.Handle("POST /v1/me/mfa/totp/confirm", a.authenticated(a.confirmTOTP))
+	mux.Handle("DELETE /v1/me/mfa/totp", a.authenticated(a.disableTOTP))
+	mux.Handle("POST /v1/me/mfa/recovery_codes", a.authenticated(a.regenerateRecoveryCodes))
+	mux.Handle("GET /v1/accounts/{accountID}/api_keys", a.member(identity.MinRoleAPIKeys, a.listAPIKeys))
+	mux.Handle("POST /v1/accounts/{accountID}/api_keys", a.member(identity.MinRoleAPIKeys, a.createAPIKey))
+	mux.Handle("DELETE /v1/accounts/{accountID}/api_keys/{keyID}", a.member(identity.MinRoleAPIKeys, a.revokeAPIKey))
 }
 
 func (a *api) idemFailure(w http.ResponseWriter, r *http.Request, status int, code, message string) {

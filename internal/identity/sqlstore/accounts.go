@@ -262,6 +262,11 @@ func (s *Store) ChangeRole(ctx context.Context, accountID, userID string, role i
 			return err
 		}
 		m.Role = role
+		if !role.AtLeast(identity.MinRoleAPIKeys) {
+			if err := revokeCreatorKeys(ctx, tx, accountID, userID, by); err != nil {
+				return err
+			}
+		}
 		return writeEvents(ctx, tx, identity.MemberRoleChanged(accountID, userID, old, role, by))
 	})
 	return m, err
@@ -294,6 +299,9 @@ func (s *Store) RemoveMember(ctx context.Context, accountID, userID, by string) 
 			}
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM memberships WHERE account_id = $1 AND user_id = $2`, accountID, userID); err != nil {
+			return err
+		}
+		if err := revokeCreatorKeys(ctx, tx, accountID, userID, by); err != nil {
 			return err
 		}
 		return writeEvents(ctx, tx, identity.MemberRemoved(accountID, userID, by))

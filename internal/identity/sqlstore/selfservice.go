@@ -107,6 +107,9 @@ func (s *Store) LeaveAccount(ctx context.Context, accountID, userID string) erro
 		if _, err := tx.Exec(ctx, `DELETE FROM memberships WHERE account_id = $1 AND user_id = $2`, accountID, userID); err != nil {
 			return err
 		}
+		if err := revokeCreatorKeys(ctx, tx, accountID, userID, userID); err != nil {
+			return err
+		}
 		return writeEvents(ctx, tx, identity.MemberRemoved(accountID, userID, userID))
 	})
 }

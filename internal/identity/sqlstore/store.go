@@ -171,8 +171,20 @@ func (s *Store) RecordLoginFailure(ctx context.Context, userID string, threshold
 
 // StartSession implements identity.Store.
 func (s *Store) StartSession(ctx context.Context, userID string, ttl time.Duration, rehash string) (identity.Session, error) {
-	sess := identity.Session{ID: uuid.NewString(), UserID: userID}
+	var sess identity.Session
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		var err error
+		sess, err = startSession(ctx, tx, userID, ttl, rehash)
+		return err
+	})
+	return sess, err
+}
+
+// startSession is StartSession inside tx (a sign-in with MFA opens its
+// session in the transaction that consumes the code).
+func startSession(ctx context.Context, tx *sqldb.Tx, userID string, ttl time.Duration, rehash string) (identity.Session, error) {
+	sess := identity.Session{ID: uuid.NewString(), UserID: userID}
+	err := func() error {
 		sess.CreatedAt, sess.ExpiresAt = tx.Now, tx.Now.Add(ttl)
 		res, err := tx.Exec(ctx, `
 			UPDATE users SET failed_logins = 0, locked_until = NULL,
@@ -196,7 +208,7 @@ func (s *Store) StartSession(ctx context.Context, userID string, ttl time.Durati
 			INSERT INTO sessions (id, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $3)`,
 			sess.ID, sess.UserID, sess.CreatedAt, sess.ExpiresAt)
 		return err
-	})
+	}()
 	return sess, err
 }
 

@@ -23,6 +23,7 @@ const (
 var statusOf = map[string]int{
 	keyholder.CodeUnauthenticated:   http.StatusUnauthorized,
 	keyholder.CodeNotFound:          http.StatusNotFound,
+	keyholder.CodeInsufficientScope: http.StatusForbidden,
 	keyholder.CodeUnprocessable:     http.StatusUnprocessableEntity,
 	keyholder.CodeCapabilityUsed:    http.StatusGone,
 	keyholder.CodeCapabilityExpired: http.StatusGone,

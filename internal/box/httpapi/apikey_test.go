@@ -1,0 +1,72 @@
+package httpapi_test
+
+import (
+	"testing"
+
+	"github.com/platformco/platform/internal/openapi/openapitest"
+
+	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/sqldb/sqltest"
+)
+
+// TestAPIKeyScopes: an API key reaches box's account routes only within
+// the scopes identity reports for it (identity-lifecycle.md §5); outside
+// them box answers 403 insufficient_scope and writes nothing.
+func TestAPIKeyScopes(t *testing.T) {
+	key := func(scopes string) string {
+		return `{"id":"` + account + `","name":"Acme","slug":"acme","personal":false,"role":"api_key","scopes":[` + scopes + `],"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}`
+	}
+	fetch := `{"artifact":"kit"}`
+	cases := []struct {
+		name, scopes, method, path, body string
+		wantStatus                       int
+		wantCode                         string
+	}{
+		{"FetchWithArtifactsFetch", `"artifacts:fetch"`, "POST", "/artifact_fetches", fetch, 201, ""},
+		{"ErrFetchWithoutScope", `"releases:read"`, "POST", "/artifact_fetches", fetch, 403, "insufficient_scope"},
+		{"EntitlementsWithScope", `"entitlements:read"`, "GET", "/entitlements", "", 200, ""},
+		{"ErrEntitlementsWithoutScope", `"artifacts:fetch"`, "GET", "/entitlements", "", 403, "insufficient_scope"},
+		{"ReleasesWithScope", `"releases:read"`, "GET", "/releases", "", 200, ""},
+		{"ErrTimelineWithoutScope", `"releases:read"`, "GET", "/audit-events", "", 403, "insufficient_scope"},
+		{"ErrClaimIsNoKeys", `"account:read","entitlements:read","artifacts:fetch","releases:read","releases:approve"`, "POST", "/claims", `{}`, 403, "insufficient_scope"},
+	}
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine, envOptions{})
+		e.grant(account, "kit", "")
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				e.identity.setOverride(answer(200, key(c.scopes)))
+				before := e.count(`SELECT count(*) FROM capabilities`)
+				res := e.do(c.method, "/v1/accounts/"+account+c.path, "plat_"+"k", c.body)
+				if res.status != c.wantStatus || res.errorCode() != c.wantCode {
+					t.Fatalf("status %d code %q, want %d %q (%s)", res.status, res.errorCode(), c.wantStatus, c.wantCode, res.raw)
+				}
+				if after := e.count(`SELECT count(*) FROM capabilities`); c.wantStatus != 201 && after != before {
+					t.Errorf("capabilities %d -> %d on a refusal", before, after)
+				}
+			})
+		}
+	})
+}
+
+// exerciseKeyScopes is the conformance suite's part for API keys: each
+// account route refuses a key without its scope.
+func exerciseKeyScopes(t *testing.T, c *openapitest.Client, e *env) {
+	t.Helper()
+	defer e.identity.setOverride(nil)
+	e.identity.setOverride(answer(200, `{"id":"`+account+`","role":"api_key","scopes":["account:read"]}`))
+	key := openapitest.Bearer("plat_k")
+	acct := "/v1/accounts/" + account
+	for _, rt := range []struct{ method, path, body string }{
+		{"GET", acct + "/entitlements", ""},
+		{"POST", acct + "/artifact_fetches", `{"artifact":"kit"}`},
+		{"GET", acct + "/releases", ""},
+		{"POST", acct + "/approvals", `{"release_id":1}`},
+		{"POST", acct + "/claims", `{}`},
+	} {
+		c.Code(rt.method, rt.path, rt.body, 403, "insufficient_scope", key)
+	}
+	c.Do("GET", acct+"/audit-events", "", 200, key)
+	e.identity.setOverride(answer(200, `{"id":"`+account+`","role":"api_key","scopes":["releases:read"]}`))
+	c.Code("GET", acct+"/audit-events", "", 403, "insufficient_scope", key)
+}

@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/identity"
+)
+
+// keyRoutes are the only identity routes an API key may call, by mux
+// pattern. Reading its own account is how every upstream checks a key
+// (as it checks a person's membership), so any key of the account may;
+// the answer's scopes tell the upstream what the key may do there.
+var keyRoutes = map[string]bool{
+	"GET /v1/accounts/{accountID}": true,
+}
+
+// keyAllowed decides an API key on an account route: another account is
+// not visible (404, as for a non-member); a route outside keyRoutes is
+// 403 insufficient_scope.
+func keyAllowed(r *http.Request, p identity.Principal) error {
+	if p.Account == nil {
+		return identity.ErrAccountNotFound
+	}
+	if !keyRoutes[r.Pattern] {
+		return identity.ErrInsufficientScope
+	}
+	return nil
+}
+
+type (
+	apiKeyBody struct {
+		ID         string     `json:"id"`
+		Name       string     `json:"name"`
+		AccountID  string     `json:"account_id"`
+		Scopes     []string   `json:"scopes"`
+		CreatedBy  string     `json:"created_by"`
+		CreatedAt  time.Time  `json:"created_at"`
+		ExpiresAt  *time.Time `json:"expires_at"`
+		LastUsedAt *time.Time `json:"last_used_at"`
+	}
+	// keyAccountBody is an account as an API key reads it.
+	keyAccountBody struct {
+		accountBody
+		Scopes []string `json:"scopes"`
+	}
+)
+
+func apiKeyOut(k identity.APIKey) apiKeyBody {
+	return apiKeyBody{k.ID, k.Name, k.AccountID, k.Scopes, k.CreatedBy, k.CreatedAt.UTC(), k.ExpiresAt, k.LastUsedAt}
+}
+
+func (a *api) createAPIKey(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	var in struct {
+		Name      string     `json:"name"`
+		Scopes    []string   `json:"scopes"`
+		ExpiresAt *time.Time `json:"expires_at"`
+	}
+	if err := httpx.DecodeJSON(w, r, &in); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	k, err := a.svc.CreateAPIKey(r.Context(), p, identity.CreateAPIKeyInput{Name: in.Name, Scopes: in.Scopes, ExpiresAt: in.ExpiresAt})
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Location", "/v1/accounts/"+k.AccountID+"/api_keys/"+k.ID)
+	httpx.WriteJSON(w, http.StatusCreated, struct {
+		APIKey apiKeyBody `json:"api_key"`
+		Token  string     `json:"token"`
+	}{apiKeyOut(k), k.Token})
+}
+
+func (a *api) listAPIKeys(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	keys, err := a.svc.ListAPIKeys(r.Context(), p)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	out := struct {
+		APIKeys []apiKeyBody `json:"api_keys"`
+	}{make([]apiKeyBody, len(keys))}
+	for i, k := range keys {
+		out.APIKeys[i] = apiKeyOut(k)
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+func (a *api) revokeAPIKey(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	if err := a.svc.RevokeAPIKey(r.Context(), p, r.PathValue("keyID")); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
