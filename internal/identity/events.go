@@ -22,6 +22,7 @@ func EventTypes() []string {
 		EventUserCreated, EventAccountCreated, EventAccountUpdated, EventAccountDeleted,
 		EventMemberInvited, EventMemberJoined, EventMemberRemoved, EventMemberRoleChanged,
 		EventStaffEnabled, EventStaffDisabled,
+		EventOIDCClientCreated, EventOIDCClientRevoked,
 	}
 }
 
