@@ -3,7 +3,7 @@ package oidc
 import (
 	"bytes"
 	"context"
-		"html/template"
+	"html/template"
 	"log/slog"
 	"net/http"
 	"net/url"
