@@ -114,7 +114,7 @@ func (r *refreshRequest) SetCurrentScopes(s []string) { r.t.Scopes = s }
 func (s *storage) GetClientByClientID(ctx context.Context, clientID string) (op.Client, error) {
 	c, _, err := s.store.OIDCClient(ctx, clientID)
 	if errors.Is(err, identity.ErrOIDCClientNotFound) || (err == nil && c.RevokedAt != nil) {
-		return nil, errors.New("unknown client")
+		return nil, oidc.ErrInvalidClient().WithDescription("unknown client")
 	}
 	if err != nil {
 		return nil, oidc.ErrServerError().WithParent(err)
