@@ -33,6 +33,8 @@ func identityManifest() Manifest {
 		"identity.member.role_changed",
 		"identity.staff.enabled",
 		"identity.staff.disabled",
+		"identity.oidc_client.created",
+		"identity.oidc_client.revoked",
 	}}
 }
 
@@ -115,7 +117,7 @@ func TestCatalogHoldsPlatformRows(t *testing.T) {
 		"identity.staff.enabled": StatusDeclared, "identity.staff.disabled": StatusDeclared,
 		"identity.mfa.disabled": StatusNotEmitted, "identity.session.revoked": StatusNotEmitted,
 		"identity.api_key.created": StatusNotEmitted, "identity.api_key.revoked": StatusNotEmitted,
-		"identity.oidc_client.created": StatusNotEmitted, "identity.oidc_client.revoked": StatusNotEmitted,
+		"identity.oidc_client.created": StatusDeclared, "identity.oidc_client.revoked": StatusDeclared,
 		"billing.plan.created": StatusExternal, "billing.plan.updated": StatusExternal,
 		"billing.customer.created": StatusExternal, "billing.subscription.started": StatusExternal,
 		"billing.subscription.updated": StatusExternal, "billing.subscription.canceled": StatusExternal,

@@ -289,6 +289,7 @@ func TestEventTypes(t *testing.T) {
 		"identity.user.created", "identity.account.created", "identity.account.updated", "identity.account.deleted",
 		"identity.member.invited", "identity.member.joined", "identity.member.removed", "identity.member.role_changed",
 		"identity.staff.enabled", "identity.staff.disabled",
+		"identity.oidc_client.created", "identity.oidc_client.revoked",
 	}
 	got := EventTypes()
 	if strings.Join(got, ",") != strings.Join(want, ",") {

@@ -282,12 +282,12 @@ func dedupe(xs []string) []string {
 
 // OIDCClientCreated is the fact of a relying party's registration.
 func OIDCClientCreated(c OIDCClient) Event {
-	return Event{EventOIDCClientCreated, c.AccountID, oidcClientCreated{c.ID, c.AccountID, c.Name, c.Public, c.RedirectURIs, c.GrantTypes, c.Scopes, c.CreatedBy}}
+	return Event{EventOIDCClientCreated, c.ID, oidcClientCreated{c.ID, c.AccountID, c.Name, c.Public, c.RedirectURIs, c.GrantTypes, c.Scopes, c.CreatedBy}}
 }
 
 // OIDCClientRevoked is the fact of a relying party's deletion.
 func OIDCClientRevoked(accountID, clientID, by string) Event {
-	return Event{EventOIDCClientRevoked, accountID, oidcClientRevoked{clientID, accountID, by}}
+	return Event{EventOIDCClientRevoked, clientID, oidcClientRevoked{clientID, accountID, by}}
 }
 
 // The OIDC event types.
