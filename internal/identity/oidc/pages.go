@@ -21,6 +21,7 @@ type pages struct {
 	store        identity.OIDCStore
 	issuer       string
 	secureCookie bool
+	log          *slog.Logger
 }
 
 // sessionCookie is identity's browser session (httpapi.SessionCookie).
@@ -147,7 +148,7 @@ func (p *pages) signIn(w http.ResponseWriter, r *http.Request) {
 		case code == identity.CodeLocked:
 			msg, status = "Too many failed attempts; try again later.", http.StatusLocked
 		case code != identity.CodeUnauthorized:
-			slog.ErrorContext(r.Context(), "oidc sign-in failed", "err", err)
+			p.log.ErrorContext(r.Context(), "oidc sign-in failed", "err", err)
 			msg, status = "Sign-in is unavailable; try again later.", http.StatusServiceUnavailable
 		}
 		render(w, status, pageData{Kind: "login", Title: "Sign in", Error: msg, Client: name, Action: LoginPath, ID: req.ID})

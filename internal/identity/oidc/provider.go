@@ -2,6 +2,7 @@ package oidc
 
 import (
 	"crypto/sha256"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -30,6 +31,8 @@ type Config struct {
 	// tokens (op's opaque "id:subject" tokens).
 	MasterKey []byte
 	Now       func() time.Time
+	// Logger receives the library's request errors; nil discards them.
+	Logger *slog.Logger
 }
 
 // New returns the provider's handler for /.well-known/openid-configuration
@@ -48,7 +51,11 @@ func New(cfg Config) (http.Handler, error) {
 		SupportedScopes:       identity.OIDCScopes,
 		SupportedClaims:       []string{"sub", "aud", "exp", "iat", "iss", "auth_time", "nonce", "email", "name", "updated_at", "accounts"},
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	opts := []op.Option{
+		op.WithLogger(cfg.Logger),
 		op.WithCustomAuthEndpoint(op.NewEndpoint("oauth2/authorize")),
 		op.WithCustomTokenEndpoint(op.NewEndpoint("oauth2/token")),
 		op.WithCustomUserinfoEndpoint(op.NewEndpoint("oauth2/userinfo")),
@@ -65,7 +72,7 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pages{svc: cfg.Service, store: cfg.Store, issuer: issuer, secureCookie: strings.HasPrefix(issuer, "https://")}
+	p := &pages{svc: cfg.Service, store: cfg.Store, issuer: issuer, secureCookie: strings.HasPrefix(issuer, "https://"), log: cfg.Logger}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+LoginPath, p.login)
 	mux.HandleFunc("POST "+LoginPath, p.signIn)
