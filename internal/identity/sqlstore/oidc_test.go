@@ -125,3 +125,27 @@ func TestOIDCTablesRefuseInconsistentRows(t *testing.T) {
 		}
 	})
 }
+
+// TestOIDCForeignKeysHoldWithForeignKeysOff: on SQLite a connection with
+// foreign keys off (the sqlite3 shell) still cannot orphan OIDC rows, and
+// deleting a user cascades to their grants.
+func TestOIDCForeignKeysHoldWithForeignKeysOff(t *testing.T) {
+	env, c, admin, _ := oidcGrant(t, sqldb.SQLite)
+	raw := rawSQLite(t, env)
+	if _, err := raw.Exec(`INSERT INTO oidc_tokens (id, kind, client_id, user_id, family_id, scopes, auth_time, created_at, expires_at)
+		VALUES (?, 'access', ?, ?, ?, '[]', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)`, uuid.NewString(), uuid.NewString(), admin.User.ID, uuid.NewString()); err == nil {
+		t.Errorf("a token naming no client: got no error")
+	}
+	if _, err := raw.Exec(`INSERT INTO oidc_clients (id, account_id, name, secret_digest, public, redirect_uris, grant_types, scopes, created_by, created_at)
+		VALUES (?, ?, 'x', 'd', 0, '[]', '[]', '[]', ?, CURRENT_TIMESTAMP)`, uuid.NewString(), uuid.NewString(), admin.User.ID); err == nil {
+		t.Errorf("a client naming no account: got no error")
+	}
+	if _, err := raw.Exec(`DELETE FROM accounts WHERE id = ?`, c.AccountID); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := raw.QueryRow(`SELECT (SELECT count(*) FROM oidc_clients) + (SELECT count(*) FROM oidc_auth_requests)`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("rows left after the account's deletion: got %d (%v), want 0", n, err)
+	}
+	wantNoDanglingReferences(t, raw)
+}

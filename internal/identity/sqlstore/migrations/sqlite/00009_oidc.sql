@@ -70,7 +70,93 @@ CREATE INDEX oidc_tokens_client ON oidc_tokens (client_id);
 CREATE INDEX oidc_tokens_auth_request ON oidc_tokens (auth_request_id);
 CREATE INDEX oidc_tokens_user_client ON oidc_tokens (user_id, client_id);
 
+-- Foreign keys as triggers, so they hold for every connection (as 00006
+-- does for the earlier tables).
+-- +goose StatementBegin
+CREATE TRIGGER oidc_accounts_cascade_delete AFTER DELETE ON accounts
+BEGIN
+    DELETE FROM oidc_clients WHERE account_id = OLD.id;
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER oidc_clients_cascade_delete AFTER DELETE ON oidc_clients
+BEGIN
+    DELETE FROM oidc_auth_requests WHERE client_id = OLD.id;
+    DELETE FROM oidc_tokens WHERE client_id = OLD.id;
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER oidc_users_cascade_delete AFTER DELETE ON users
+BEGIN
+    DELETE FROM oidc_auth_requests WHERE user_id = OLD.id;
+    DELETE FROM oidc_tokens WHERE user_id = OLD.id;
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER oidc_clients_parent_insert BEFORE INSERT ON oidc_clients
+WHEN NOT EXISTS (SELECT 1 FROM accounts WHERE id = NEW.account_id)
+BEGIN
+    SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed: oidc_clients.account_id names no account');
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER oidc_clients_parent_update BEFORE UPDATE OF account_id ON oidc_clients
+WHEN NOT EXISTS (SELECT 1 FROM accounts WHERE id = NEW.account_id)
+BEGIN
+    SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed: oidc_clients.account_id names no account');
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER oidc_auth_requests_parent_insert BEFORE INSERT ON oidc_auth_requests
+WHEN NOT EXISTS (SELECT 1 FROM oidc_clients WHERE id = NEW.client_id)
+  OR (NEW.user_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM users WHERE id = NEW.user_id))
+BEGIN
+    SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed: oidc_auth_requests names no such client or user');
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER oidc_tokens_parent_insert BEFORE INSERT ON oidc_tokens
+WHEN NOT EXISTS (SELECT 1 FROM oidc_clients WHERE id = NEW.client_id)
+  OR NOT EXISTS (SELECT 1 FROM users WHERE id = NEW.user_id)
+BEGIN
+    SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed: oidc_tokens names no such client or user');
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER oidc_auth_requests_parent_update BEFORE UPDATE OF client_id, user_id ON oidc_auth_requests
+WHEN NOT EXISTS (SELECT 1 FROM oidc_clients WHERE id = NEW.client_id)
+  OR (NEW.user_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM users WHERE id = NEW.user_id))
+BEGIN
+    SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed: oidc_auth_requests names no such client or user');
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER oidc_tokens_parent_update BEFORE UPDATE OF client_id, user_id ON oidc_tokens
+WHEN NOT EXISTS (SELECT 1 FROM oidc_clients WHERE id = NEW.client_id)
+  OR NOT EXISTS (SELECT 1 FROM users WHERE id = NEW.user_id)
+BEGIN
+    SELECT RAISE(ABORT, 'FOREIGN KEY constraint failed: oidc_tokens names no such client or user');
+END;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP TRIGGER oidc_tokens_parent_update;
+DROP TRIGGER oidc_auth_requests_parent_update;
+DROP TRIGGER oidc_tokens_parent_insert;
+DROP TRIGGER oidc_auth_requests_parent_insert;
+DROP TRIGGER oidc_clients_parent_update;
+DROP TRIGGER oidc_clients_parent_insert;
+DROP TRIGGER oidc_users_cascade_delete;
+DROP TRIGGER oidc_clients_cascade_delete;
+DROP TRIGGER oidc_accounts_cascade_delete;
 DROP TABLE oidc_tokens;
 DROP TABLE oidc_auth_requests;
 DROP TABLE oidc_clients;
