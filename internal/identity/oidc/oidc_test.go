@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
@@ -307,4 +308,54 @@ func headerOf(t *testing.T, jwt string) []byte {
 		t.Fatalf("header: %v", err)
 	}
 	return b
+}
+
+// TestIDTokensFollowKeyRotationAndWithdrawal: ID tokens are signed by
+// identity's current key; after a rotation the relying party verifies the
+// new key from the discovery key set, and a withdrawn key leaves it.
+func TestIDTokensFollowKeyRotationAndWithdrawal(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		w := newWorld(t, engine)
+		c, secret := w.client(t, false)
+		provider, conf := w.relyingParty(t, c, secret)
+		verify := func() string {
+			t.Helper()
+			v := oauth2.GenerateVerifier()
+			tok, err := conf.Exchange(w.ctx, w.code(t, conf, oauth2.S256ChallengeOption(v)), oauth2.VerifierOption(v))
+			if err != nil {
+				t.Fatalf("exchange: %v", err)
+			}
+			raw, _ := tok.Extra("id_token").(string)
+			if _, err := provider.Verifier(&gooidc.Config{ClientID: c.ID}).Verify(w.ctx, raw); err != nil {
+				t.Fatalf("verify: %v", err)
+			}
+			return string(headerOf(t, raw))
+		}
+		oldKID, _ := w.env.Ring.Signer()
+		if h := verify(); !strings.Contains(h, oldKID) {
+			t.Fatalf("header %s, want kid %s", h, oldKID)
+		}
+		ctx := context.Background()
+		w.env.Clock.Advance(time.Second) // the newer key is the one created later
+		next, err := w.env.Keys.Rotate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.env.Ring.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if h := verify(); !strings.Contains(h, next.KID) {
+			t.Errorf("after rotation: header %s, want kid %s", h, next.KID)
+		}
+		if err := w.env.Keys.Withdraw(ctx, oldKID); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.env.Ring.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		keys := get(t, w.rp, identitytest.Issuer+"/oauth2/keys", http.StatusOK)
+		if strings.Contains(keys, oldKID) || !strings.Contains(keys, next.KID) {
+			t.Errorf("key set after withdrawal: got %s, want %s only", keys, next.KID)
+		}
+	})
 }
