@@ -51,7 +51,7 @@ type world struct {
 func newWorld(t *testing.T, engine sqldb.Engine) *world {
 	t.Helper()
 	env := identitytest.New(t, engine, identitytest.Config{})
-	h, err := oidc.New(oidc.Config{Issuer: identitytest.Issuer, Service: env.Service, Store: env.Store, MasterKey: env.MasterKey})
+	h, err := oidc.New(oidc.Config{Issuer: identitytest.Issuer, Service: env.Service, Store: env.Store, MasterKey: env.MasterKey, Now: env.Clock.Now})
 	if err != nil {
 		t.Fatalf("provider: %v", err)
 	}

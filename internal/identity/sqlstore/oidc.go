@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -164,7 +163,7 @@ func scanOIDCAuthRequest(row interface{ Scan(...any) error }) (identity.OIDCAuth
 func (s *Store) OIDCAuthRequest(ctx context.Context, id string) (identity.OIDCAuthRequest, error) {
 	return scanOIDCAuthRequest(s.db.QueryRow(ctx, `
 		SELECT `+oidcAuthRequestColumns+` FROM oidc_auth_requests
-		WHERE id = $1 AND code_digest IS NULL AND expires_at > $2`, id, sqldb.Timestamp(time.Now())))
+		WHERE id = $1 AND code_digest IS NULL AND expires_at > $2`, id, sqldb.Timestamp(s.db.Now())))
 }
 
 // SignInOIDCAuthRequest implements identity.OIDCStore.
@@ -348,7 +347,7 @@ func (s *Store) OIDCRefreshToken(ctx context.Context, digest string) (identity.O
 		}
 		return identity.OIDCToken{}, identity.ErrOIDCGrantReused
 	}
-	if revoked.Valid || clientRevoked.Valid || !t.ExpiresAt.After(time.Now()) {
+	if revoked.Valid || clientRevoked.Valid || !t.ExpiresAt.After(s.db.Now()) {
 		return identity.OIDCToken{}, identity.ErrOIDCGrantUnknown
 	}
 	return t, nil
@@ -363,7 +362,7 @@ func (s *Store) OIDCAccessToken(ctx context.Context, id string) (identity.OIDCTo
 		SELECT `+oidcTokenColumns+`
 		FROM oidc_tokens t JOIN oidc_clients c ON c.id = t.client_id
 		WHERE t.id = $1 AND t.kind = 'access' AND t.revoked_at IS NULL AND c.revoked_at IS NULL AND t.expires_at > $2`,
-		id, sqldb.Timestamp(time.Now())))
+		id, sqldb.Timestamp(s.db.Now())))
 }
 
 // RevokeOIDCToken implements identity.OIDCStore.
