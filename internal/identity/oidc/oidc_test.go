@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/platformco/platform/internal/identity"
+	"github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/identitytest"
 	"github.com/platformco/platform/internal/identity/oidc"
 	"github.com/platformco/platform/internal/sqldb"
@@ -55,7 +57,8 @@ func newWorld(t *testing.T, engine sqldb.Engine) *world {
 	if err != nil {
 		t.Fatalf("provider: %v", err)
 	}
-	srv := httptest.NewServer(h)
+	// Served as identitycmd serves it: behind identity's own handler.
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Service: env.Service, OIDCStore: env.Store, OIDC: h, Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(srv.Close)
 	target, _ := url.Parse(srv.URL)
 	rp := &http.Client{Transport: rewrite{target}}
