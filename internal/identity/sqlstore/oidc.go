@@ -227,8 +227,13 @@ func (s *Store) RedeemOIDCCode(ctx context.Context, codeDigest string) (identity
 			if err != nil {
 				return err
 			}
-			// RFC 6749 §4.1.2: a code used twice revokes what it issued.
-			// The revocation must commit, so the error is reported after.
+			// RFC 6749 §4.1.2: a code used twice revokes what it issued,
+			// and what the first use has yet to issue (IssueOIDCTokens
+			// checks the mark under the same row lock). The revocation
+			// must commit, so the error is reported after.
+			if _, err := tx.Exec(ctx, `UPDATE oidc_auth_requests SET code_reused_at = $1 WHERE id = $2`, tx.Now, id); err != nil {
+				return err
+			}
 			if err := revokeFamiliesOf(ctx, tx, `auth_request_id = $2`, id); err != nil {
 				return err
 			}
@@ -265,6 +270,16 @@ func (s *Store) IssueOIDCTokens(ctx context.Context, access identity.OIDCToken, 
 		}
 		if err != nil {
 			return err
+		}
+		if rotate == "" && access.AuthRequestID != "" {
+			var reusedAt sql.NullTime
+			err := tx.QueryRow(ctx, `SELECT code_reused_at FROM oidc_auth_requests WHERE id = $1`+tx.DB().ForUpdate(), access.AuthRequestID).Scan(&reusedAt)
+			if errors.Is(err, sql.ErrNoRows) || (err == nil && reusedAt.Valid) {
+				return identity.ErrOIDCGrantUnknown
+			}
+			if err != nil {
+				return err
+			}
 		}
 		if rotate != "" {
 			res, err := tx.Exec(ctx, `

@@ -149,3 +149,25 @@ func TestOIDCForeignKeysHoldWithForeignKeysOff(t *testing.T) {
 	}
 	wantNoDanglingReferences(t, raw)
 }
+
+// TestOIDCCodeReusedBeforeIssuanceIssuesNothing: a second use of a code
+// that lands between the first use's redemption and its issuance leaves
+// the first use nothing to issue.
+func TestOIDCCodeReusedBeforeIssuanceIssuesNothing(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		env, c, admin, digest := oidcGrant(t, engine)
+		req, err := env.Store.RedeemOIDCCode(ctx, digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Store.RedeemOIDCCode(ctx, digest); !errors.Is(err, identity.ErrOIDCGrantReused) {
+			t.Fatalf("second redemption: got %v, want ErrOIDCGrantReused", err)
+		}
+		access := identity.OIDCToken{ID: uuid.NewString(), Kind: "access", ClientID: c.ID, UserID: admin.User.ID, FamilyID: uuid.NewString(), AuthRequestID: req.ID,
+			Scopes: []string{"openid"}, AuthTime: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+		if err := env.Store.IssueOIDCTokens(ctx, access, nil, "", ""); !errors.Is(err, identity.ErrOIDCGrantUnknown) {
+			t.Errorf("issuance after reuse: got %v, want ErrOIDCGrantUnknown", err)
+		}
+	})
+}

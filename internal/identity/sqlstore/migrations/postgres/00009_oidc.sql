@@ -37,6 +37,8 @@ CREATE TABLE oidc_auth_requests (
     done           BOOLEAN NOT NULL DEFAULT FALSE,
     code_digest    TEXT UNIQUE,
     code_used_at   TIMESTAMPTZ,
+    -- Set when the code is presented again: nothing more is issued for it.
+    code_reused_at TIMESTAMPTZ,
     created_at     TIMESTAMPTZ NOT NULL,
     expires_at     TIMESTAMPTZ NOT NULL,
     CONSTRAINT oidc_auth_requests_done CHECK (NOT done OR user_id IS NOT NULL),
