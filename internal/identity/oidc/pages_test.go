@@ -1,6 +1,7 @@
 package oidc_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -86,5 +87,32 @@ func TestSignInAndConsentPages(t *testing.T) {
 			w.env.Clock.Advance(identity.OIDCAuthRequestTTL + time.Second)
 			post(t, b, login, url.Values{"id": {id}, "email": {w.email}, "password": {identitytest.Password}}, http.StatusNotFound)
 		})
+	})
+}
+
+// TestScopesBeyondTheRegistrationAreNotGranted: a client registered for
+// openid alone asking for email and accounts gets neither.
+func TestScopesBeyondTheRegistrationAreNotGranted(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		w := newWorld(t, engine)
+		c, secret, err := identity.RegisterOIDCClient(context.Background(), w.env.Store, w.admin, identity.RegisterOIDCClientInput{
+			Name: "Narrow", RedirectURIs: []string{redirectURI}, Scopes: []string{"openid"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, conf := w.relyingParty(t, c, secret)
+		v := oauth2.GenerateVerifier()
+		tok, err := conf.Exchange(w.ctx, w.code(t, conf, oauth2.S256ChallengeOption(v)), oauth2.VerifierOption(v))
+		if err != nil {
+			t.Fatalf("exchange: %v", err)
+		}
+		if tok.RefreshToken != "" {
+			t.Errorf("refresh token for a client without the refresh_token grant: got one")
+		}
+		status, out := w.tokenCall(t, "/oauth2/introspect", url.Values{"token": {tok.AccessToken}}, c.ID, secret)
+		if status != http.StatusOK || out["scope"] != "openid" || out["email"] != nil || out["accounts"] != nil {
+			t.Errorf("introspection: got %d %v, want scope openid only", status, out)
+		}
 	})
 }

@@ -150,8 +150,16 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 	if c.Public && req.CodeChallenge == "" {
 		return nil, oidc.ErrInvalidRequest().WithDescription("PKCE (S256) is required for a public client")
 	}
+	// A client gets at most the scopes it registered (RFC 6749 §3.3 lets
+	// the server grant fewer than asked).
+	scopes := make([]string, 0, len(req.Scopes))
+	for _, sc := range req.Scopes {
+		if slices.Contains(c.Scopes, sc) && !slices.Contains(scopes, sc) {
+			scopes = append(scopes, sc)
+		}
+	}
 	r := identity.OIDCAuthRequest{
-		ID: uuid.NewString(), ClientID: req.ClientID, RedirectURI: req.RedirectURI, Scopes: req.Scopes,
+		ID: uuid.NewString(), ClientID: req.ClientID, RedirectURI: req.RedirectURI, Scopes: scopes,
 		State: req.State, Nonce: req.Nonce, ResponseType: string(req.ResponseType), ResponseMode: string(req.ResponseMode),
 		CodeChallenge: req.CodeChallenge,
 	}
