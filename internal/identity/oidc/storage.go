@@ -397,4 +397,6 @@ func (s *storage) ValidateJWTProfileScopes(context.Context, string, []string) ([
 	return nil, errors.New("the JWT profile grant is not supported")
 }
 
+// Health serves op's own probes, which identity does not mount (its
+// /readyz covers the database); the provider itself holds no state.
 func (s *storage) Health(context.Context) error { return nil }
