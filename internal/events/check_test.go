@@ -39,6 +39,8 @@ func identityManifest() Manifest {
 		"identity.mfa.disabled",
 		"identity.api_key.created",
 		"identity.api_key.revoked",
+		"identity.oidc_client.created",
+		"identity.oidc_client.revoked",
 	}}
 }
 
@@ -121,7 +123,7 @@ func TestCatalogHoldsPlatformRows(t *testing.T) {
 		"identity.staff.enabled": StatusDeclared, "identity.staff.disabled": StatusDeclared,
 		"identity.mfa.disabled": StatusDeclared, "identity.session.revoked": StatusDeclared,
 		"identity.api_key.created": StatusDeclared, "identity.api_key.revoked": StatusDeclared,
-		"identity.oidc_client.created": StatusNotEmitted, "identity.oidc_client.revoked": StatusNotEmitted,
+		"identity.oidc_client.created": StatusDeclared, "identity.oidc_client.revoked": StatusDeclared,
 		"billing.plan.created": StatusExternal, "billing.plan.updated": StatusExternal,
 		"billing.customer.created": StatusExternal, "billing.subscription.started": StatusExternal,
 		"billing.subscription.updated": StatusExternal, "billing.subscription.canceled": StatusExternal,
@@ -165,9 +167,15 @@ func TestCheckFindsDisagreements(t *testing.T) {
 			return []Manifest{mf}
 		}, "identity.user.created", "manifest does not declare it"},
 		{"ManifestDeclaresNotEmitted", func(t *testing.T, m fstest.MapFS) []Manifest {
-			mf := identityManifest()
-			mf.Types = append(mf.Types, "identity.oidc_client.created")
-			return []Manifest{mf}
+			// Every identity type is built now: mark one row not_emitted
+			// while the manifest still declares it.
+			row := `"type": "identity.oidc_client.created", "publisher": "identity", "status": "declared"`
+			cat := string(m["catalog.json"].Data)
+			if !strings.Contains(cat, row) {
+				t.Fatalf("catalog.json has no row %s", row)
+			}
+			m["catalog.json"] = &fstest.MapFile{Data: []byte(strings.Replace(cat, row, strings.Replace(row, "declared", "not_emitted", 1), 1))}
+			return []Manifest{identityManifest()}
 		}, "identity.oidc_client.created", "catalogued as not_emitted, but identity's manifest declares it"},
 		{"ManifestOfExternalPublisher", func(t *testing.T, m fstest.MapFS) []Manifest {
 			return []Manifest{identityManifest(), {Service: "muse", Types: []string{"muse.tokens.consumed"}}}

@@ -109,6 +109,13 @@ func TestIdentityEventsMeetTheContract(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		rp, _, err := identity.RegisterOIDCClient(ctx, env.Store, env.For(t, owner, team.Account.ID), identity.RegisterOIDCClientInput{Name: "Shop", RedirectURIs: []string{"https://shop.example/cb"}}) // oidc_client.created
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := identity.RevokeOIDCClient(ctx, env.Store, env.For(t, owner, team.Account.ID), rp.ID); err != nil { // oidc_client.revoked
+			t.Fatal(err)
+		}
 		if err := svc.DeleteAccount(ctx, env.For(t, owner, team.Account.ID)); err != nil { // account.deleted
 			t.Fatal(err)
 		}

@@ -21,8 +21,6 @@ var awaitingDocuments = map[string]bool{
 	"/v1/email/":                        true,
 	"/v1/password":                      true,
 	"/v1/password/":                     true,
-	"/v1/accounts/{id}/oidc_clients":    true,
-	"/v1/accounts/{id}/oidc_clients/":   true,
 	"/.well-known/openid-configuration": true,
 	"/oauth2/":                          true,
 	// operations.md section 5 routes box's /v1/capabilities/… subtree, of

@@ -291,6 +291,7 @@ func TestEventTypes(t *testing.T) {
 		"identity.staff.enabled", "identity.staff.disabled",
 		"identity.user.email_verified", "identity.session.revoked",
 		"identity.mfa.enabled", "identity.mfa.disabled", "identity.api_key.created", "identity.api_key.revoked",
+		"identity.oidc_client.created", "identity.oidc_client.revoked",
 	}
 	got := EventTypes()
 	if strings.Join(got, ",") != strings.Join(want, ",") {

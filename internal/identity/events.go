@@ -24,6 +24,7 @@ func EventTypes() []string {
 		EventStaffEnabled, EventStaffDisabled,
 		EventUserEmailVerified, EventSessionRevoked,
 		EventMFAEnabled, EventMFADisabled, EventAPIKeyCreated, EventAPIKeyRevoked,
+		EventOIDCClientCreated, EventOIDCClientRevoked,
 	}
 }
 

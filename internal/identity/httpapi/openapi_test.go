@@ -78,6 +78,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		seen := openapitest.Coverage{}
 		c := openapitest.NewClient(t, OpenAPI(), NewServer(Deps{
 			Service:     env.Service,
+			OIDCStore:   env.Store,
 			Idempotency: idempotency.New(env.DB, make([]byte, idempotency.SecretSize)),
 			Ready: func(ctx context.Context) httpx.Readiness {
 				if err := env.DB.Ready(ctx); err != nil {
@@ -346,6 +347,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("GET", acct+"/members?limit=201", "", 422, "validation_failed", openapitest.Bearer(memberTok))
 		c.Code("GET", acct+"/members", "", 404, "not_found", openapitest.Bearer(inviteeTok))
 		c.Code("GET", acct+"/members", "", 401, "unauthorized")
+		exerciseOIDCClients(t, c, env.DB, owner.ID, acct, "/v1/accounts/"+personal[0].ID, ownerTok, memberTok, big, plain)
 		member := env.Principal(t, memberTok, "")
 		m := acct + "/members/" + member.User.ID
 		o := acct + "/members/" + owner.ID
@@ -453,6 +455,9 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"GET", acct + "/api_keys", ""},
 		{"POST", acct + "/api_keys", `{"name":"ci","scopes":["artifacts:fetch"]}`},
 		{"DELETE", acct + "/api_keys/" + userID, ""},
+		{"GET", acct + "/oidc_clients", ""},
+		{"POST", acct + "/oidc_clients", `{"name":"Shop","redirect_uris":["https://shop.example/cb"]}`},
+		{"DELETE", acct + "/oidc_clients/" + userID, ""},
 	}
 }
 

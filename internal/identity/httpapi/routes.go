@@ -29,6 +29,11 @@ type Deps struct {
 	// Ready answers /readyz; nil answers as a service without a database.
 	Ready  func(ctx context.Context) httpx.Readiness
 	Logger *slog.Logger
+	// OIDCStore, when set with Service, serves client registration
+	// (/v1/accounts/{id}/oidc_clients); OIDC, the OpenID Provider's
+	// handler for /.well-known/openid-configuration and /oauth2/….
+	OIDCStore identity.OIDCStore
+	OIDC      http.Handler
 }
 
 // NewServer returns identity's HTTP handler.
@@ -52,9 +57,13 @@ func NewServer(d Deps) http.Handler {
 	switch {
 	case d.Service != nil:
 		a.routes(mux)
+		if d.OIDCStore != nil {
+			a.oidcRoutes(mux, d.OIDCStore, d.OIDC)
+		}
 	case d.Waiting:
 		mux.HandleFunc("/v1/", a.unavailable)
 		mux.HandleFunc("/.well-known/", a.unavailable)
+		mux.HandleFunc("/oauth2/", a.unavailable)
 	}
 	return httpx.Finish(mux, d.Logger, writeProblem)
 }
@@ -137,5 +146,19 @@ func (a *api) idempotentFor(h principalHandler) principalHandler {
 	return func(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 		inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, p) })
 		a.idem.Wrap(func(*http.Request) string { return "user:" + p.User.ID }, a.idemFailure, inner).ServeHTTP(w, r)
+	}
+}
+
+// oidcRoutes adds client registration and, when provider is not nil, the
+// OpenID Provider's endpoints (discovery, /oauth2/…), described by its
+// discovery document rather than this service's OpenAPI document.
+func (a *api) oidcRoutes(mux *http.ServeMux, store identity.OIDCStore, provider http.Handler) {
+	o := &oidcAPI{api: a, store: store}
+	mux.Handle("GET /v1/accounts/{accountID}/oidc_clients", a.member(identity.MinRoleInvite, o.list))
+	mux.Handle("POST /v1/accounts/{accountID}/oidc_clients", a.member(identity.MinRoleInvite, a.idempotentFor(o.create)))
+	mux.Handle("DELETE /v1/accounts/{accountID}/oidc_clients/{clientID}", a.member(identity.MinRoleInvite, o.revoke))
+	if provider != nil {
+		mux.Handle("/.well-known/openid-configuration", provider)
+		mux.Handle("/oauth2/", provider)
 	}
 }

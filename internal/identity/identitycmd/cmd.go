@@ -21,6 +21,7 @@ import (
 	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/httpapi"
+	"github.com/platformco/platform/internal/identity/oidc"
 	"github.com/platformco/platform/internal/identity/sqlstore"
 	"github.com/platformco/platform/internal/sqldb"
 )
@@ -178,6 +179,10 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		go ring.Run(ctx, keyRefresh, logger)
 		startMailRelay(ctx, cfg, db, svc, logger)
 		deps.Service = svc
+		deps.OIDCStore = sqlstore.New(db)
+		if deps.OIDC, err = oidc.New(oidc.Config{Issuer: cfg.Issuer, Service: svc, Store: deps.OIDCStore, MasterKey: cfg.MasterKey, Now: db.Now, Logger: logger}); err != nil {
+			return fmt.Errorf("OpenID Provider: %w", err)
+		}
 		deps.Idempotency = idempotency.New(db, cfg.MasterKey)
 		go purgeIdempotency(ctx, deps.Idempotency, logger)
 		h.Set(httpapi.NewServer(deps))

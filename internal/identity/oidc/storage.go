@@ -1,0 +1,402 @@
+// Package oidc is identity's OpenID Provider: zitadel/oidc's op package
+// over identity's own storage (identity.OIDCStore) and key set
+// (identity.KeyRing), plus the sign-in and consent pages of the
+// authorization endpoint.
+package oidc
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"slices"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/google/uuid"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"github.com/platformco/platform/internal/identity"
+)
+
+// storage implements op.Storage.
+type storage struct {
+	store  identity.OIDCStore
+	keys   *identity.KeyRing
+	issuer string
+	now    func() time.Time
+}
+
+var (
+	_ op.Storage                   = (*storage)(nil)
+	_ op.CanSetUserinfoFromRequest = (*storage)(nil)
+)
+
+// client adapts identity.OIDCClient to op.Client.
+type client struct {
+	c        identity.OIDCClient
+	loginURL string
+}
+
+func (c client) GetID() string                       { return c.c.ID }
+func (c client) RedirectURIs() []string              { return c.c.RedirectURIs }
+func (c client) PostLogoutRedirectURIs() []string    { return nil }
+func (c client) ApplicationType() op.ApplicationType { return op.ApplicationTypeWeb }
+func (c client) AuthMethod() oidc.AuthMethod {
+	if c.c.Public {
+		return oidc.AuthMethodNone
+	}
+	return oidc.AuthMethodBasic
+}
+func (c client) ResponseTypes() []oidc.ResponseType {
+	return []oidc.ResponseType{oidc.ResponseTypeCode}
+}
+func (c client) GrantTypes() []oidc.GrantType {
+	out := make([]oidc.GrantType, 0, len(c.c.GrantTypes))
+	for _, g := range c.c.GrantTypes {
+		out = append(out, oidc.GrantType(g))
+	}
+	return out
+}
+func (c client) LoginURL(id string) string           { return c.loginURL + "?id=" + id }
+func (c client) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeBearer }
+func (c client) IDTokenLifetime() time.Duration      { return time.Hour }
+
+// DevMode only relaxes the scheme of an exactly matched redirect URI;
+// registration admits http only on loopback hosts.
+func (c client) DevMode() bool                                                { return true }
+func (c client) RestrictAdditionalIdTokenScopes() func([]string) []string     { return keep }
+func (c client) RestrictAdditionalAccessTokenScopes() func([]string) []string { return keep }
+func (c client) IsScopeAllowed(scope string) bool                             { return slices.Contains(c.c.Scopes, scope) }
+func (c client) IDTokenUserinfoClaimsAssertion() bool                         { return false }
+func (c client) ClockSkew() time.Duration                                     { return 0 }
+
+func keep(s []string) []string { return s }
+
+// authRequest adapts identity.OIDCAuthRequest to op.AuthRequest.
+type authRequest struct{ r identity.OIDCAuthRequest }
+
+func (a authRequest) GetID() string                      { return a.r.ID }
+func (a authRequest) GetACR() string                     { return "" }
+func (a authRequest) GetAMR() []string                   { return []string{"pwd"} }
+func (a authRequest) GetAudience() []string              { return []string{a.r.ClientID} }
+func (a authRequest) GetAuthTime() time.Time             { return a.r.AuthTime }
+func (a authRequest) GetClientID() string                { return a.r.ClientID }
+func (a authRequest) GetNonce() string                   { return a.r.Nonce }
+func (a authRequest) GetRedirectURI() string             { return a.r.RedirectURI }
+func (a authRequest) GetScopes() []string                { return a.r.Scopes }
+func (a authRequest) GetState() string                   { return a.r.State }
+func (a authRequest) GetSubject() string                 { return a.r.UserID }
+func (a authRequest) Done() bool                         { return a.r.Done }
+func (a authRequest) GetResponseType() oidc.ResponseType { return oidc.ResponseType(a.r.ResponseType) }
+func (a authRequest) GetResponseMode() oidc.ResponseMode { return oidc.ResponseMode(a.r.ResponseMode) }
+func (a authRequest) GetCodeChallenge() *oidc.CodeChallenge {
+	if a.r.CodeChallenge == "" {
+		return nil
+	}
+	return &oidc.CodeChallenge{Challenge: a.r.CodeChallenge, Method: oidc.CodeChallengeMethodS256}
+}
+
+// refreshRequest adapts a stored refresh token to op.RefreshTokenRequest.
+type refreshRequest struct {
+	t      identity.OIDCToken
+	digest string
+}
+
+func (r *refreshRequest) GetAMR() []string            { return []string{"pwd"} }
+func (r *refreshRequest) GetAudience() []string       { return []string{r.t.ClientID} }
+func (r *refreshRequest) GetAuthTime() time.Time      { return r.t.AuthTime }
+func (r *refreshRequest) GetClientID() string         { return r.t.ClientID }
+func (r *refreshRequest) GetScopes() []string         { return r.t.Scopes }
+func (r *refreshRequest) GetSubject() string          { return r.t.UserID }
+func (r *refreshRequest) SetCurrentScopes(s []string) { r.t.Scopes = s }
+
+func (s *storage) GetClientByClientID(ctx context.Context, clientID string) (op.Client, error) {
+	c, _, err := s.store.OIDCClient(ctx, clientID)
+	if errors.Is(err, identity.ErrOIDCClientNotFound) || (err == nil && c.RevokedAt != nil) {
+		return nil, oidc.ErrInvalidClient().WithDescription("unknown client")
+	}
+	if err != nil {
+		return nil, oidc.ErrServerError().WithParent(err)
+	}
+	return client{c: c, loginURL: s.issuer + LoginPath}, nil
+}
+
+func (s *storage) AuthorizeClientIDSecret(ctx context.Context, clientID, secret string) error {
+	c, digest, err := s.store.OIDCClient(ctx, clientID)
+	if errors.Is(err, identity.ErrOIDCClientNotFound) {
+		return errors.New("unknown client")
+	}
+	if err != nil {
+		return oidc.ErrServerError().WithParent(err)
+	}
+	if c.RevokedAt != nil || c.Public || !identity.DigestEqual(digest, identity.TokenDigest(secret)) {
+		return errors.New("wrong client credentials")
+	}
+	return nil
+}
+
+func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, _ string) (op.AuthRequest, error) {
+	if req.ResponseType != oidc.ResponseTypeCode {
+		return nil, oidc.ErrInvalidRequest().WithDescription("only the authorization code flow is supported")
+	}
+	if req.CodeChallenge != "" && req.CodeChallengeMethod != oidc.CodeChallengeMethodS256 {
+		return nil, oidc.ErrInvalidRequest().WithDescription("code_challenge_method must be S256")
+	}
+	c, _, err := s.store.OIDCClient(ctx, req.ClientID)
+	if err != nil {
+		return nil, oidc.ErrInvalidClient().WithParent(err)
+	}
+	if c.Public && req.CodeChallenge == "" {
+		return nil, oidc.ErrInvalidRequest().WithDescription("PKCE (S256) is required for a public client")
+	}
+	// A client gets at most the scopes it registered (RFC 6749 §3.3 lets
+	// the server grant fewer than asked).
+	scopes := make([]string, 0, len(req.Scopes))
+	for _, sc := range req.Scopes {
+		if slices.Contains(c.Scopes, sc) && !slices.Contains(scopes, sc) {
+			scopes = append(scopes, sc)
+		}
+	}
+	r := identity.OIDCAuthRequest{
+		ID: uuid.NewString(), ClientID: req.ClientID, RedirectURI: req.RedirectURI, Scopes: scopes,
+		State: req.State, Nonce: req.Nonce, ResponseType: string(req.ResponseType), ResponseMode: string(req.ResponseMode),
+		CodeChallenge: req.CodeChallenge,
+	}
+	if err := s.store.CreateOIDCAuthRequest(ctx, r); err != nil {
+		return nil, err
+	}
+	return authRequest{r}, nil
+}
+
+func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthRequest, error) {
+	r, err := s.store.OIDCAuthRequest(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return authRequest{r}, nil
+}
+
+// AuthRequestByCode redeems the code: it is single use from here on, even
+// if the exchange then fails (a wrong PKCE verifier burns it).
+func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
+	r, err := s.store.RedeemOIDCCode(ctx, identity.TokenDigest(code))
+	if err != nil {
+		return nil, err
+	}
+	return authRequest{r}, nil
+}
+
+func (s *storage) SaveAuthCode(ctx context.Context, id, code string) error {
+	return s.store.SaveOIDCCode(ctx, id, identity.TokenDigest(code))
+}
+
+// DeleteAuthRequest keeps the row: a redeemed code must stay recognisable
+// so that its second use revokes what the first issued. It expires.
+func (s *storage) DeleteAuthRequest(context.Context, string) error { return nil }
+
+func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (string, time.Time, error) {
+	access, err := s.newAccess(req)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if err := s.store.IssueOIDCTokens(ctx, access, nil, "", ""); err != nil {
+		return "", time.Time{}, err
+	}
+	return access.ID, access.ExpiresAt, nil
+}
+
+func (s *storage) newAccess(req op.TokenRequest) (identity.OIDCToken, error) {
+	now := s.now()
+	t := identity.OIDCToken{ID: uuid.NewString(), Kind: "access", UserID: req.GetSubject(), Scopes: req.GetScopes(), ExpiresAt: now.Add(identity.OIDCAccessTokenTTL), FamilyID: uuid.NewString()}
+	switch r := req.(type) {
+	case authRequest:
+		t.ClientID, t.AuthRequestID, t.AuthTime = r.r.ClientID, r.r.ID, r.r.AuthTime
+	case *refreshRequest:
+		t.ClientID, t.AuthRequestID, t.AuthTime, t.FamilyID = r.t.ClientID, r.t.AuthRequestID, r.t.AuthTime, r.t.FamilyID
+	default:
+		return t, oidc.ErrUnsupportedGrantType()
+	}
+	return t, nil
+}
+
+func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.TokenRequest, current string) (string, string, time.Time, error) {
+	access, err := s.newAccess(req)
+	if err != nil {
+		return "", "", time.Time{}, err
+	}
+	refresh := access
+	refresh.ID, refresh.Kind, refresh.ExpiresAt = uuid.NewString(), "refresh", s.now().Add(identity.OIDCRefreshTTL)
+	token, digest := identity.NewSecret()
+	rotate := ""
+	if current != "" {
+		rotate = identity.TokenDigest(current)
+	}
+	if err := s.store.IssueOIDCTokens(ctx, access, &refresh, digest, rotate); err != nil {
+		if errors.Is(err, identity.ErrOIDCGrantReused) || errors.Is(err, identity.ErrOIDCGrantUnknown) {
+			return "", "", time.Time{}, oidc.ErrInvalidGrant().WithParent(err)
+		}
+		return "", "", time.Time{}, err
+	}
+	return access.ID, token, access.ExpiresAt, nil
+}
+
+func (s *storage) TokenRequestByRefreshToken(ctx context.Context, token string) (op.RefreshTokenRequest, error) {
+	t, err := s.store.OIDCRefreshToken(ctx, identity.TokenDigest(token))
+	if err != nil {
+		return nil, oidc.ErrInvalidGrant().WithParent(err)
+	}
+	return &refreshRequest{t: t}, nil
+}
+
+func (s *storage) TerminateSession(ctx context.Context, userID, clientID string) error {
+	return s.store.RevokeOIDCUserClient(ctx, userID, clientID)
+}
+
+// RevokeToken revokes an access token by id, or a refresh token's family
+// (GetRefreshTokenInfo gave its id), of the revoking client only.
+func (s *storage) RevokeToken(ctx context.Context, tokenOrID, _ string, clientID string) *oidc.Error {
+	if err := s.store.RevokeOIDCToken(ctx, tokenOrID, clientID); err != nil {
+		return oidc.ErrServerError().WithParent(err)
+	}
+	return nil
+}
+
+func (s *storage) GetRefreshTokenInfo(ctx context.Context, clientID, token string) (string, string, error) {
+	t, err := s.store.OIDCRefreshToken(ctx, identity.TokenDigest(token))
+	if err != nil || t.ClientID != clientID {
+		return "", "", op.ErrInvalidRefreshToken
+	}
+	return t.UserID, t.ID, nil
+}
+
+// signingKey is identity's current Ed25519 signer.
+type signingKey struct {
+	kid string
+	key ed25519.PrivateKey
+}
+
+func (k signingKey) SignatureAlgorithm() jose.SignatureAlgorithm { return jose.EdDSA }
+func (k signingKey) Key() any                                    { return k.key }
+func (k signingKey) ID() string                                  { return k.kid }
+
+// publicKey is one published key of identity's key set.
+type publicKey struct {
+	kid string
+	key ed25519.PublicKey
+}
+
+func (k publicKey) ID() string                         { return k.kid }
+func (k publicKey) Algorithm() jose.SignatureAlgorithm { return jose.EdDSA }
+func (k publicKey) Use() string                        { return "sig" }
+func (k publicKey) Key() any                           { return k.key }
+
+func (s *storage) SigningKey(context.Context) (op.SigningKey, error) {
+	kid, key := s.keys.Signer()
+	if key == nil {
+		return nil, errors.New("no signing key loaded")
+	}
+	return signingKey{kid, key}, nil
+}
+
+func (s *storage) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorithm, error) {
+	return []jose.SignatureAlgorithm{jose.EdDSA}, nil
+}
+
+func (s *storage) KeySet(context.Context) ([]op.Key, error) {
+	order, keys := s.keys.PublicKeys()
+	out := make([]op.Key, 0, len(order))
+	for _, kid := range order {
+		out = append(out, publicKey{kid, keys[kid]})
+	}
+	return out, nil
+}
+
+// SetUserinfoFromScopes fills the ID token's claims beyond the standard
+// ones: only the accounts claim reaches it (the userinfo scopes are
+// served by the userinfo endpoint).
+func (s *storage) SetUserinfoFromScopes(ctx context.Context, info *oidc.UserInfo, userID, _ string, scopes []string) error {
+	return s.fill(ctx, info, userID, scopes)
+}
+
+func (s *storage) SetUserinfoFromRequest(ctx context.Context, info *oidc.UserInfo, req op.IDTokenRequest, scopes []string) error {
+	return s.fill(ctx, info, req.GetSubject(), scopes)
+}
+
+func (s *storage) SetUserinfoFromToken(ctx context.Context, info *oidc.UserInfo, tokenID, subject, _ string) error {
+	t, err := s.store.OIDCAccessToken(ctx, tokenID)
+	if err != nil || t.UserID != subject {
+		return errors.New("the access token is not active")
+	}
+	return s.fill(ctx, info, t.UserID, t.Scopes)
+}
+
+// SetIntrospectionFromToken answers only the client the token was issued
+// to; for anyone else the token is inactive.
+func (s *storage) SetIntrospectionFromToken(ctx context.Context, resp *oidc.IntrospectionResponse, tokenID, subject, clientID string) error {
+	t, err := s.store.OIDCAccessToken(ctx, tokenID)
+	if err != nil || t.UserID != subject || t.ClientID != clientID {
+		return errors.New("the access token is not active")
+	}
+	var info oidc.UserInfo
+	if err := s.fill(ctx, &info, t.UserID, t.Scopes); err != nil {
+		return err
+	}
+	resp.SetUserInfo(&info)
+	resp.Active = true
+	resp.Scope = oidc.SpaceDelimitedArray(t.Scopes)
+	resp.ClientID = t.ClientID
+	resp.TokenType = oidc.BearerToken
+	resp.Expiration = oidc.FromTime(t.ExpiresAt)
+	resp.IssuedAt = oidc.FromTime(t.CreatedAt)
+	resp.Audience = oidc.Audience{t.ClientID}
+	resp.Issuer = s.issuer
+	return nil
+}
+
+// fill sets the claims scopes grant. Errors: the user is gone or disabled.
+func (s *storage) fill(ctx context.Context, info *oidc.UserInfo, userID string, scopes []string) error {
+	u, err := s.store.OIDCUser(ctx, userID)
+	if err != nil {
+		return err
+	}
+	info.Subject = u.User.ID
+	for _, sc := range scopes {
+		switch sc {
+		case oidc.ScopeEmail:
+			info.Email = u.User.Email
+		case oidc.ScopeProfile:
+			info.Name = u.User.DisplayName
+			info.UpdatedAt = oidc.FromTime(u.User.CreatedAt)
+		case ScopeAccounts:
+			accounts := make([]map[string]string, 0, len(u.Accounts))
+			for _, a := range u.Accounts {
+				accounts = append(accounts, map[string]string{"id": a.ID, "role": string(a.Role)})
+			}
+			info.AppendClaims("accounts", accounts)
+		}
+	}
+	return nil
+}
+
+// ScopeAccounts asks for the accounts claim: the user's account ids and
+// roles.
+const ScopeAccounts = "accounts"
+
+func (s *storage) GetPrivateClaimsFromScopes(context.Context, string, string, []string) (map[string]any, error) {
+	return nil, nil
+}
+
+// GetKeyByIDAndClientID serves the JWT profile grant, which identity's
+// clients are not registered for.
+func (s *storage) GetKeyByIDAndClientID(context.Context, string, string) (*jose.JSONWebKey, error) {
+	return nil, errors.New("the JWT profile grant is not supported")
+}
+
+func (s *storage) ValidateJWTProfileScopes(context.Context, string, []string) ([]string, error) {
+	return nil, errors.New("the JWT profile grant is not supported")
+}
+
+// Health serves op's own probes, which identity does not mount (its
+// /readyz covers the database); the provider itself holds no state.
+func (s *storage) Health(context.Context) error { return nil }

@@ -1,0 +1,443 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"github.com/google/uuid"
+
+	"github.com/platformco/platform/internal/identity"
+	"github.com/platformco/platform/internal/ids"
+	"github.com/platformco/platform/internal/sqldb"
+)
+
+var _ identity.OIDCStore = (*Store)(nil)
+
+func jsonList(xs []string) string {
+	if xs == nil {
+		xs = []string{}
+	}
+	b, _ := json.Marshal(xs)
+	return string(b)
+}
+
+func parseList(s string) []string {
+	var out []string
+	_ = json.Unmarshal([]byte(s), &out)
+	return out
+}
+
+const oidcClientColumns = `id, account_id, name, public, redirect_uris, grant_types, scopes, created_by, created_at, revoked_at`
+
+func scanOIDCClient(row interface{ Scan(...any) error }, extra ...any) (identity.OIDCClient, error) {
+	var (
+		c                      identity.OIDCClient
+		redirects, grants, scp string
+		revoked                sql.NullTime
+	)
+	err := row.Scan(append([]any{&c.ID, &c.AccountID, &c.Name, &c.Public, &redirects, &grants, &scp, &c.CreatedBy, &c.CreatedAt, &revoked}, extra...)...)
+	c.RedirectURIs, c.GrantTypes, c.Scopes = parseList(redirects), parseList(grants), parseList(scp)
+	c.CreatedAt, c.RevokedAt = c.CreatedAt.UTC(), timePtr(revoked)
+	return c, err
+}
+
+// CreateOIDCClient implements identity.OIDCStore.
+func (s *Store) CreateOIDCClient(ctx context.Context, c identity.OIDCClient, secretDigest string) (identity.OIDCClient, error) {
+	c.ID = uuid.NewString()
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		if err := lockAccount(ctx, tx, c.AccountID); err != nil {
+			return err
+		}
+		if _, err := actorRole(ctx, tx, c.AccountID, c.CreatedBy, identity.MinRoleInvite); err != nil {
+			return err
+		}
+		c.CreatedAt = tx.Now
+		var digest any
+		if secretDigest != "" {
+			digest = secretDigest
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO oidc_clients (id, account_id, name, secret_digest, public, redirect_uris, grant_types, scopes, created_by, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			c.ID, c.AccountID, c.Name, digest, c.Public, jsonList(c.RedirectURIs), jsonList(c.GrantTypes), jsonList(c.Scopes), c.CreatedBy, tx.Now); err != nil {
+			return err
+		}
+		return writeEvents(ctx, tx, identity.OIDCClientCreated(c))
+	})
+	return c, err
+}
+
+// ListOIDCClients implements identity.OIDCStore.
+func (s *Store) ListOIDCClients(ctx context.Context, accountID string) ([]identity.OIDCClient, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+oidcClientColumns+` FROM oidc_clients WHERE account_id = $1 ORDER BY created_at, id`, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []identity.OIDCClient{}
+	for rows.Next() {
+		c, err := scanOIDCClient(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// RevokeOIDCClient implements identity.OIDCStore. The client row is
+// locked first, so a token issued concurrently (IssueOIDCTokens takes the
+// same lock) is either revoked here or refused there.
+func (s *Store) RevokeOIDCClient(ctx context.Context, accountID, clientID, by string) error {
+	if !ids.Valid(clientID) {
+		return identity.ErrOIDCClientNotFound
+	}
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		if err := lockAccount(ctx, tx, accountID); err != nil {
+			return err
+		}
+		if _, err := actorRole(ctx, tx, accountID, by, identity.MinRoleInvite); err != nil {
+			return err
+		}
+		res, err := tx.Exec(ctx, `UPDATE oidc_clients SET revoked_at = $1 WHERE id = $2 AND account_id = $3 AND revoked_at IS NULL`, tx.Now, clientID, accountID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return identity.ErrOIDCClientNotFound
+		}
+		if _, err := tx.Exec(ctx, `UPDATE oidc_tokens SET revoked_at = $1 WHERE client_id = $2 AND revoked_at IS NULL`, tx.Now, clientID); err != nil {
+			return err
+		}
+		return writeEvents(ctx, tx, identity.OIDCClientRevoked(accountID, clientID, by))
+	})
+}
+
+// OIDCClient implements identity.OIDCStore.
+func (s *Store) OIDCClient(ctx context.Context, clientID string) (identity.OIDCClient, string, error) {
+	if !ids.Valid(clientID) {
+		return identity.OIDCClient{}, "", identity.ErrOIDCClientNotFound
+	}
+	var digest sql.NullString
+	c, err := scanOIDCClient(s.db.QueryRow(ctx, `SELECT `+oidcClientColumns+`, secret_digest FROM oidc_clients WHERE id = $1`, clientID), &digest)
+	if errors.Is(err, sql.ErrNoRows) {
+		return identity.OIDCClient{}, "", identity.ErrOIDCClientNotFound
+	}
+	return c, digest.String, err
+}
+
+// CreateOIDCAuthRequest implements identity.OIDCStore.
+func (s *Store) CreateOIDCAuthRequest(ctx context.Context, r identity.OIDCAuthRequest) error {
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		_, err := tx.Exec(ctx, `
+			INSERT INTO oidc_auth_requests (id, client_id, redirect_uri, scopes, state, nonce, response_type, response_mode, code_challenge, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			r.ID, r.ClientID, r.RedirectURI, jsonList(r.Scopes), r.State, r.Nonce, r.ResponseType, r.ResponseMode, r.CodeChallenge, tx.Now, tx.Now.Add(identity.OIDCAuthRequestTTL))
+		return err
+	})
+}
+
+const oidcAuthRequestColumns = `id, client_id, redirect_uri, scopes, state, nonce, response_type, response_mode, code_challenge, user_id, session_id, auth_time, done, expires_at`
+
+func scanOIDCAuthRequest(row interface{ Scan(...any) error }) (identity.OIDCAuthRequest, error) {
+	var (
+		r             identity.OIDCAuthRequest
+		scopes        string
+		user, session sql.NullString
+		authTime      sql.NullTime
+	)
+	err := row.Scan(&r.ID, &r.ClientID, &r.RedirectURI, &scopes, &r.State, &r.Nonce, &r.ResponseType, &r.ResponseMode, &r.CodeChallenge, &user, &session, &authTime, &r.Done, &r.ExpiresAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, identity.ErrOIDCGrantUnknown
+	}
+	r.Scopes, r.UserID, r.SessionID, r.ExpiresAt = parseList(scopes), user.String, session.String, r.ExpiresAt.UTC()
+	if authTime.Valid {
+		r.AuthTime = authTime.Time.UTC()
+	}
+	return r, err
+}
+
+// OIDCAuthRequest implements identity.OIDCStore.
+func (s *Store) OIDCAuthRequest(ctx context.Context, id string) (identity.OIDCAuthRequest, error) {
+	return scanOIDCAuthRequest(s.db.QueryRow(ctx, `
+		SELECT `+oidcAuthRequestColumns+` FROM oidc_auth_requests
+		WHERE id = $1 AND code_digest IS NULL AND expires_at > $2`, id, sqldb.Timestamp(s.db.Now())))
+}
+
+// SignInOIDCAuthRequest implements identity.OIDCStore.
+func (s *Store) SignInOIDCAuthRequest(ctx context.Context, id, userID, sessionID string) error {
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `
+			UPDATE oidc_auth_requests SET user_id = $1, session_id = $2, auth_time = $3
+			WHERE id = $4 AND NOT done AND code_digest IS NULL AND expires_at > $3`, userID, sessionID, tx.Now, id)
+		return affected(res, err)
+	})
+}
+
+// ConsentOIDCAuthRequest implements identity.OIDCStore.
+func (s *Store) ConsentOIDCAuthRequest(ctx context.Context, id, userID string) error {
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `
+			UPDATE oidc_auth_requests SET done = TRUE
+			WHERE id = $1 AND user_id = $2 AND NOT done AND expires_at > $3`, id, userID, tx.Now)
+		return affected(res, err)
+	})
+}
+
+// SaveOIDCCode implements identity.OIDCStore.
+func (s *Store) SaveOIDCCode(ctx context.Context, id, codeDigest string) error {
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `
+			UPDATE oidc_auth_requests SET code_digest = $1
+			WHERE id = $2 AND done AND code_digest IS NULL AND expires_at > $3`, codeDigest, id, tx.Now)
+		return affected(res, err)
+	})
+}
+
+func affected(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return identity.ErrOIDCGrantUnknown
+	}
+	return nil
+}
+
+// RedeemOIDCCode implements identity.OIDCStore: of any number of
+// concurrent redemptions, the conditional UPDATE lets exactly one through.
+func (s *Store) RedeemOIDCCode(ctx context.Context, codeDigest string) (identity.OIDCAuthRequest, error) {
+	var r identity.OIDCAuthRequest
+	var reused bool
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `
+			UPDATE oidc_auth_requests SET code_used_at = $1
+			WHERE code_digest = $2 AND code_used_at IS NULL AND expires_at > $1`, tx.Now, codeDigest)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			var id string
+			err := tx.QueryRow(ctx, `SELECT id FROM oidc_auth_requests WHERE code_digest = $1 AND code_used_at IS NOT NULL`, codeDigest).Scan(&id)
+			if errors.Is(err, sql.ErrNoRows) {
+				return identity.ErrOIDCGrantUnknown
+			}
+			if err != nil {
+				return err
+			}
+			// RFC 6749 §4.1.2: a code used twice revokes what it issued,
+			// and what the first use has yet to issue (IssueOIDCTokens
+			// checks the mark under the same row lock). The revocation
+			// must commit, so the error is reported after.
+			if _, err := tx.Exec(ctx, `UPDATE oidc_auth_requests SET code_reused_at = $1 WHERE id = $2`, tx.Now, id); err != nil {
+				return err
+			}
+			if err := revokeFamiliesOf(ctx, tx, `auth_request_id = $2`, id); err != nil {
+				return err
+			}
+			reused = true
+			return nil
+		}
+		r, err = scanOIDCAuthRequest(tx.QueryRow(ctx, `SELECT `+oidcAuthRequestColumns+` FROM oidc_auth_requests WHERE code_digest = $1`, codeDigest))
+		return err
+	})
+	if err == nil && reused {
+		err = identity.ErrOIDCGrantReused
+	}
+	return r, err
+}
+
+// revokeFamiliesOf revokes every token in the families of the tokens
+// matching where (with $2 as its argument).
+func revokeFamiliesOf(ctx context.Context, tx *sqldb.Tx, where string, arg any) error {
+	_, err := tx.Exec(ctx, `
+		UPDATE oidc_tokens SET revoked_at = $1
+		WHERE revoked_at IS NULL AND family_id IN (SELECT family_id FROM oidc_tokens WHERE `+where+`)`, tx.Now, arg)
+	return err
+}
+
+// IssueOIDCTokens implements identity.OIDCStore.
+func (s *Store) IssueOIDCTokens(ctx context.Context, access identity.OIDCToken, refresh *identity.OIDCToken, refreshDigest, rotate string) error {
+	var reused bool
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		// The client's row lock orders this against RevokeOIDCClient.
+		var revoked sql.NullTime
+		err := tx.QueryRow(ctx, `SELECT revoked_at FROM oidc_clients WHERE id = $1`+tx.DB().ForUpdate(), access.ClientID).Scan(&revoked)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && revoked.Valid) {
+			return identity.ErrOIDCGrantUnknown
+		}
+		if err != nil {
+			return err
+		}
+		if rotate == "" && access.AuthRequestID != "" {
+			var reusedAt sql.NullTime
+			err := tx.QueryRow(ctx, `SELECT code_reused_at FROM oidc_auth_requests WHERE id = $1`+tx.DB().ForUpdate(), access.AuthRequestID).Scan(&reusedAt)
+			if errors.Is(err, sql.ErrNoRows) || (err == nil && reusedAt.Valid) {
+				return identity.ErrOIDCGrantUnknown
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if rotate != "" {
+			res, err := tx.Exec(ctx, `
+				UPDATE oidc_tokens SET rotated_at = $1
+				WHERE digest = $2 AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL AND expires_at > $1`, tx.Now, rotate)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				if err := revokeFamiliesOf(ctx, tx, `digest = $2`, rotate); err != nil {
+					return err
+				}
+				reused = true
+				return nil
+			}
+		}
+		if err := insertOIDCToken(ctx, tx, access, ""); err != nil {
+			return err
+		}
+		if refresh != nil {
+			return insertOIDCToken(ctx, tx, *refresh, refreshDigest)
+		}
+		return nil
+	})
+	if err == nil && reused {
+		err = identity.ErrOIDCGrantReused
+	}
+	return err
+}
+
+func insertOIDCToken(ctx context.Context, tx *sqldb.Tx, t identity.OIDCToken, digest string) error {
+	var d, authReq any
+	if digest != "" {
+		d = digest
+	}
+	if t.AuthRequestID != "" {
+		authReq = t.AuthRequestID
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO oidc_tokens (id, kind, client_id, user_id, family_id, auth_request_id, digest, scopes, auth_time, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		t.ID, t.Kind, t.ClientID, t.UserID, t.FamilyID, authReq, d, jsonList(t.Scopes), sqldb.Timestamp(t.AuthTime), tx.Now, sqldb.Timestamp(t.ExpiresAt))
+	return err
+}
+
+const oidcTokenColumns = `t.id, t.kind, t.client_id, t.user_id, t.family_id, t.auth_request_id, t.scopes, t.auth_time, t.created_at, t.expires_at`
+
+func scanOIDCToken(row interface{ Scan(...any) error }, extra ...any) (identity.OIDCToken, error) {
+	var (
+		t       identity.OIDCToken
+		authReq sql.NullString
+		scopes  string
+	)
+	err := row.Scan(append([]any{&t.ID, &t.Kind, &t.ClientID, &t.UserID, &t.FamilyID, &authReq, &scopes, &t.AuthTime, &t.CreatedAt, &t.ExpiresAt}, extra...)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, identity.ErrOIDCGrantUnknown
+	}
+	t.AuthRequestID, t.Scopes = authReq.String, parseList(scopes)
+	t.AuthTime, t.CreatedAt, t.ExpiresAt = t.AuthTime.UTC(), t.CreatedAt.UTC(), t.ExpiresAt.UTC()
+	return t, err
+}
+
+// OIDCRefreshToken implements identity.OIDCStore.
+func (s *Store) OIDCRefreshToken(ctx context.Context, digest string) (identity.OIDCToken, error) {
+	var (
+		rotated, revoked, clientRevoked sql.NullTime
+	)
+	t, err := scanOIDCToken(s.db.QueryRow(ctx, `
+		SELECT `+oidcTokenColumns+`, t.rotated_at, t.revoked_at, c.revoked_at
+		FROM oidc_tokens t JOIN oidc_clients c ON c.id = t.client_id
+		WHERE t.digest = $1 AND t.kind = 'refresh'`, digest), &rotated, &revoked, &clientRevoked)
+	if err != nil {
+		return identity.OIDCToken{}, err
+	}
+	if rotated.Valid {
+		// A rotated token presented again: it was stolen or replayed, so
+		// the whole chain goes.
+		if err := s.db.InTx(ctx, func(tx *sqldb.Tx) error { return revokeFamiliesOf(ctx, tx, `digest = $2`, digest) }); err != nil {
+			return identity.OIDCToken{}, err
+		}
+		return identity.OIDCToken{}, identity.ErrOIDCGrantReused
+	}
+	if revoked.Valid || clientRevoked.Valid || !t.ExpiresAt.After(s.db.Now()) {
+		return identity.OIDCToken{}, identity.ErrOIDCGrantUnknown
+	}
+	return t, nil
+}
+
+// OIDCAccessToken implements identity.OIDCStore.
+func (s *Store) OIDCAccessToken(ctx context.Context, id string) (identity.OIDCToken, error) {
+	if !ids.Valid(id) {
+		return identity.OIDCToken{}, identity.ErrOIDCGrantUnknown
+	}
+	return scanOIDCToken(s.db.QueryRow(ctx, `
+		SELECT `+oidcTokenColumns+`
+		FROM oidc_tokens t JOIN oidc_clients c ON c.id = t.client_id
+		WHERE t.id = $1 AND t.kind = 'access' AND t.revoked_at IS NULL AND c.revoked_at IS NULL AND t.expires_at > $2`,
+		id, sqldb.Timestamp(s.db.Now())))
+}
+
+// RevokeOIDCToken implements identity.OIDCStore.
+func (s *Store) RevokeOIDCToken(ctx context.Context, id, clientID string) error {
+	if !ids.Valid(id) || !ids.Valid(clientID) {
+		return nil
+	}
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		_, err := tx.Exec(ctx, `
+			UPDATE oidc_tokens SET revoked_at = $1
+			WHERE revoked_at IS NULL AND (
+				(id = $2 AND client_id = $3 AND kind = 'access')
+				OR family_id IN (SELECT family_id FROM oidc_tokens WHERE id = $2 AND client_id = $3 AND kind = 'refresh'))`,
+			tx.Now, id, clientID)
+		return err
+	})
+}
+
+// RevokeOIDCUserClient implements identity.OIDCStore.
+func (s *Store) RevokeOIDCUserClient(ctx context.Context, userID, clientID string) error {
+	if !ids.Valid(userID) || !ids.Valid(clientID) {
+		return nil
+	}
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE oidc_tokens SET revoked_at = $1 WHERE user_id = $2 AND client_id = $3 AND revoked_at IS NULL`, tx.Now, userID, clientID)
+		return err
+	})
+}
+
+// OIDCUser implements identity.OIDCStore.
+func (s *Store) OIDCUser(ctx context.Context, userID string) (identity.OIDCUser, error) {
+	var u identity.OIDCUser
+	if !ids.Valid(userID) {
+		return u, identity.ErrUserNotFound
+	}
+	err := s.db.QueryRow(ctx, `SELECT id, email, display_name, staff, created_at FROM users WHERE id = $1 AND disabled_at IS NULL`, userID).
+		Scan(&u.User.ID, &u.User.Email, &u.User.DisplayName, &u.User.Staff, &u.User.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return u, identity.ErrUserNotFound
+	}
+	if err != nil {
+		return u, err
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT `+accountColumns+`, m.role
+		FROM memberships m JOIN accounts a ON a.id = m.account_id
+		WHERE m.user_id = $1 ORDER BY a.created_at, a.id`, userID)
+	if err != nil {
+		return u, err
+	}
+	defer rows.Close()
+	u.Accounts = []identity.Account{}
+	for rows.Next() {
+		var role string
+		a, err := scanAccount(rows, &role)
+		if err != nil {
+			return u, err
+		}
+		a.Role = identity.Role(role)
+		u.Accounts = append(u.Accounts, a)
+	}
+	return u, rows.Err()
+}
