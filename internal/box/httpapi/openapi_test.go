@@ -102,7 +102,7 @@ func oaClaimKey(t *testing.T, db *sqldb.DB, userID, key, method, path, body stri
 func TestOpenAPIConformance(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		e := newEnv(t, engine, envOptions{})
-		seen := openapitest.Coverage{}
+		seen := &openapitest.Coverage{}
 		c := openapitest.NewClient(t, httpapi.OpenAPI(), oaHandler(t, e.db, e.identity.srv.URL), seen)
 		staff, buyer, stranger := openapitest.Bearer(staffToken), openapitest.Bearer(buyerToken), openapitest.Bearer(strangerTok)
 		big := `{"account_id":"` + strings.Repeat("a", httpx.MaxBodyBytes) + `"}`

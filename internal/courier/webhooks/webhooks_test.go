@@ -108,7 +108,7 @@ func newEnv(t *testing.T, engine sqldb.Engine, development bool) *env {
 
 // coverage gathers the declared responses the tests saw; TestMain checks,
 // after a full run, that every response of the webhook routes was produced.
-var coverage = openapitest.Coverage{}
+var coverage = &openapitest.Coverage{}
 
 func TestMain(m *testing.M) {
 	code := m.Run()

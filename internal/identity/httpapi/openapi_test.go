@@ -75,7 +75,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		env := identitytest.New(t, engine, identitytest.Config{})
 		logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-		seen := openapitest.Coverage{}
+		seen := &openapitest.Coverage{}
 		c := openapitest.NewClient(t, OpenAPI(), NewServer(Deps{
 			Service:     env.Service,
 			OIDCStore:   env.Store,

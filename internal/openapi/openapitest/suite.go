@@ -64,8 +64,37 @@ func CheckRoutes(t TB, doc, routesGo []byte, minRoutes int) {
 // named as Document.Responses names it ("GET /v1/me 401", "UNMATCHED
 // 404"). Clients that share one add to the same set, so a suite may drive
 // several handlers (with and without a database, say) and check the
-// coverage once. It is not safe for concurrent use.
-type Coverage map[string]bool
+// coverage once. Clients may record into one from parallel subtests (the
+// engines of sqltest.Run run in parallel).
+type Coverage struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// Add records response as seen; a suite adds the ones another test
+// exercises.
+func (c *Coverage) Add(response string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	c.seen[response] = true
+}
+
+// Has reports whether response was seen.
+func (c *Coverage) Has(response string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen[response]
+}
+
+// Len is the number of responses seen.
+func (c *Coverage) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seen)
+}
 
 // Client sends requests in process to a handler wrapped by Wrap, so each
 // exchange is validated against the document, fails the test on any
@@ -75,22 +104,22 @@ type Client struct {
 	t    TB
 	h    http.Handler
 	doc  *Document
-	seen Coverage
+	seen *Coverage
 }
 
 // NewClient returns a Client of h, judged by doc, recording into cov (a
 // new Coverage when nil). It fails t when doc does not load.
-func NewClient(t TB, doc []byte, h http.Handler, cov Coverage) *Client {
+func NewClient(t TB, doc []byte, h http.Handler, cov *Coverage) *Client {
 	t.Helper()
 	d := mustLoad(t, doc)
 	if cov == nil {
-		cov = Coverage{}
+		cov = &Coverage{}
 	}
 	return &Client{t: t, h: Wrap(t, doc, h), doc: d, seen: cov}
 }
 
 // Coverage returns the set the client records into.
-func (c *Client) Coverage() Coverage { return c.seen }
+func (c *Client) Coverage() *Coverage { return c.seen }
 
 // Option changes a request a Client is about to send.
 type Option func(r *http.Request)
@@ -131,7 +160,7 @@ func (c *Client) Do(method, path, body string, status int, opts ...Option) *http
 		c.t.Fatalf("%s %s = %d, want %d: %s", method, path, w.Code, status, w.Body)
 		return w
 	}
-	c.seen[route+" "+strconv.Itoa(w.Code)] = true
+	c.seen.Add(route + " " + strconv.Itoa(w.Code))
 	return w
 }
 
@@ -164,7 +193,7 @@ func (c *Client) Missed() []string {
 	}
 	var missed []string
 	for _, r := range c.doc.Responses() {
-		if !c.seen[r] {
+		if !c.seen.Has(r) {
 			missed = append(missed, r)
 		}
 	}
