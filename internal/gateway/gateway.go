@@ -111,7 +111,7 @@ func New(opts Options) *Gateway {
 		httpx.WriteProblem(w, r, http.StatusInternalServerError, CodeInternal, "internal error", nil)
 	}
 	mux := g.routes()
-	g.handler = httpx.Chain(g.limitHeaders(mux), httpx.Observe(g.log, internal))
+	g.handler = httpx.Chain(httpx.RecordRoute(g.limitHeaders(mux)), httpx.Observe(g.log, internal))
 	return g
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/platformco/platform/internal/events/consumer"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/outbox"
 	"github.com/platformco/platform/internal/sqldb"
 )
@@ -114,6 +115,15 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
+	metrics, stopMetrics, err := observe.Start(ctx, "courier", cfg.MetricsAddr, logger)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	metrics.Database(db.DB, "courier")
+	if cfg.EventsURL != "" {
+		metrics.Outbox(db, logger)
+	}
 	if pending, err := db.Pending(ctx, sqlstore.Migrations); err != nil {
 		return fmt.Errorf("DATABASE_URL: read schema version: %w", err)
 	} else if pending {
@@ -186,7 +196,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		logger.Warn("EVENTS_URL is empty: no webhook is delivered")
 	}
 	defer func() { stopLoop(); wg.Wait() }()
-	return httpx.Serve(ctx, ln, httpapi.New(deps), logger)
+	return httpx.Serve(ctx, ln, metrics.Middleware(httpapi.New(deps)), logger)
 }
 
 // Readiness is ready while the database answers within ReadyBudget: a

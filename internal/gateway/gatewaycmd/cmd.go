@@ -24,6 +24,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/observe"
 )
 
 // Config is the gateway's configuration (operations.md section 5).
@@ -66,6 +67,9 @@ type Config struct {
 	RedisKeyPrefix string
 	// DebugAddr (DEBUG_ADDR, loopback only) serves the profiling endpoints.
 	DebugAddr string
+	// MetricsAddr (METRICS_ADDR) serves Prometheus metrics at /metrics on
+	// a listener of its own; empty serves none.
+	MetricsAddr string
 }
 
 // LoadConfig reads and validates the gateway's configuration. The error
@@ -84,6 +88,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		RateLimit:      r.PositiveInt("GATEWAY_RATE_LIMIT", 600),
 		RedisKeyPrefix: "gateway:",
 		DebugAddr:      r.LoopbackAddr("DEBUG_ADDR"),
+		MetricsAddr:    strings.TrimSpace(getenv("METRICS_ADDR")),
 	}
 	if err := r.Err(); err != nil {
 		return Config{}, err
@@ -137,6 +142,12 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		}
 		defer stopDebug()
 	}
+	metrics, stopMetrics, err := observe.Start(ctx, "gateway", cfg.MetricsAddr, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
 	// The key cache outlives ctx while in-flight requests drain, and stops
 	// (and is waited for) when Serve returns.
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -195,7 +206,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "parlor_url", cfg.ParlorURL,
 		"issuer", cfg.IdentityIssuer, "jwks_ttl_ms", cfg.JWKSTTL.Milliseconds(), "redis", cfg.RedisURL != "",
 		"browser_sessions", g.BrowserSessions(), "trusted_proxies", cfg.TrustedProxies, "rate_limit_per_minute", cfg.RateLimit)
-	return serve(ctx, ln, g, logger)
+	return serve(ctx, ln, metrics.Middleware(g), logger)
 }
 
 // serve is httpx.Serve with the server's header limit raised above the

@@ -22,6 +22,7 @@ import (
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/sqlstore"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -45,8 +46,11 @@ type Config struct {
 	HashConcurrency int    `env:"IDENTITY_HASH_CONCURRENCY, default=0" rule:"nonnegative"`
 	EventsURL       string `env:"EVENTS_URL"`
 	// DebugAddr serves the profiling endpoints, on loopback only.
-	DebugAddr string     `env:"DEBUG_ADDR" rule:"loopback"`
-	LogLevel  slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
+	DebugAddr string `env:"DEBUG_ADDR" rule:"loopback"`
+	// MetricsAddr (METRICS_ADDR) serves Prometheus metrics at /metrics on
+	// a listener of its own; empty serves none.
+	MetricsAddr string     `env:"METRICS_ADDR"`
+	LogLevel    slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
 }
 
 // Validate implements config.Validator.
@@ -137,8 +141,14 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		}
 		defer stopDebug()
 	}
+	metrics, stopMetrics, err := observe.Start(ctx, "identity", cfg.MetricsAddr, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
 	if cfg.DatabaseURL == "" {
-		return httpx.Serve(ctx, ln, httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase}), logger)
+		return httpx.Serve(ctx, ln, metrics.Middleware(httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase})), logger)
 	}
 	db, err := sqldb.New(cfg.DatabaseURL, sqldb.Options{Timeout: cfg.DatabaseTimeout})
 	if err != nil {
@@ -146,6 +156,10 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
+	metrics.Database(db.DB, "identity")
+	if cfg.EventsURL != "" {
+		metrics.Outbox(db, logger)
+	}
 	gate := sqldb.NewGate(db, sqlstore.Migrations, "platform identity migrate")
 	deps := httpapi.Deps{Logger: logger, Ready: httpx.DatabaseReadiness(gate, db.Engine), Waiting: true}
 	h := httpx.NewSwitch(httpapi.NewServer(deps))
@@ -176,7 +190,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		ln.Close()
 		return fmt.Errorf("identity: %w", err)
 	}
-	return httpx.Serve(ctx, ln, h, logger)
+	return httpx.Serve(ctx, ln, metrics.Middleware(h), logger)
 }
 
 func newService(ctx context.Context, cfg Config, db *sqldb.DB) (*identity.Service, *identity.KeyRing, error) {

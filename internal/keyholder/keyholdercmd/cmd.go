@@ -21,6 +21,7 @@ import (
 	"github.com/platformco/platform/internal/keyholder/httpapi"
 	"github.com/platformco/platform/internal/keyholder/registry"
 	"github.com/platformco/platform/internal/keyholder/sqlstore"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -83,6 +84,13 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
+	metrics, stopMetrics, err := observe.Start(ctx, "keyholder", cfg.MetricsAddr, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
+	metrics.Database(db.DB, "keyholder")
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	pending, perr := db.Pending(pctx, sqlstore.Migrations)
 	cancel()
@@ -101,7 +109,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	defer upstream.Close()
 	svc := keyholder.NewService(sqlstore.New(db), box, identity, cfg.CredentialTTL, cfg.PublicHost)
 	front := registry.New(svc, upstream, cfg.PublicHost, logger)
-	return httpx.Serve(ctx, ln, httpapi.New(svc, front, logger, Readiness(db, box, upstream, logger)), logger)
+	return httpx.Serve(ctx, ln, metrics.Middleware(httpapi.New(svc, front, logger, Readiness(db, box, upstream, logger))), logger)
 }
 
 // Readiness is ready while the database answers with its schema current,

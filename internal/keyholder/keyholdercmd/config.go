@@ -19,8 +19,11 @@ import (
 // requirement are on its tag; the rules envconfig cannot state are in
 // validate.
 type Config struct {
-	Port             int           `env:"PORT, default=8084"`
-	DatabaseURL      string        `env:"DATABASE_URL, required"`
+	Port        int    `env:"PORT, default=8084"`
+	DatabaseURL string `env:"DATABASE_URL, required"`
+	// MetricsAddr (METRICS_ADDR) serves Prometheus metrics at /metrics on
+	// a listener of its own; empty serves none.
+	MetricsAddr      string        `env:"METRICS_ADDR"`
 	BoxURL           string        `env:"KEYHOLDER_BOX_URL, required"`
 	IdentityURL      string        `env:"KEYHOLDER_IDENTITY_URL"`
 	RegistryURL      string        `env:"KEYHOLDER_REGISTRY_URL, required"`

@@ -18,6 +18,7 @@ import (
 
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/parlor"
 )
 
@@ -30,6 +31,9 @@ const usage = `usage: platform parlor <command>
 type Config struct {
 	// Port is PORT.
 	Port int `env:"PORT, default=3000"`
+	// MetricsAddr (METRICS_ADDR) serves Prometheus metrics at /metrics on
+	// a listener of its own; empty serves none.
+	MetricsAddr string `env:"METRICS_ADDR"`
 	// APIURL is PARLOR_API_URL: the gateway's address, which parlor calls
 	// for every page with the user's session token.
 	APIURL string `env:"PARLOR_API_URL, required"`
@@ -125,5 +129,11 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		ln.Close()
 		return err
 	}
-	return httpx.Serve(ctx, ln, h, logger)
+	metrics, stopMetrics, err := observe.Start(ctx, "parlor", cfg.MetricsAddr, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
+	return httpx.Serve(ctx, ln, metrics.Middleware(h), logger)
 }
