@@ -124,6 +124,9 @@ func TestEveryServiceServesMetricsOnItsOwnListener(t *testing.T) {
 					}
 				}
 			}
+			if tc.service == "gateway" && (fams["platform_gateway_keyset_usable"] == nil || fams["platform_gateway_keyset_fetches_total"] == nil) {
+				t.Errorf("gateway: scrape has no key-set metrics")
+			}
 			if tc.service == "box" && fams["go_sql_open_connections"] == nil {
 				t.Errorf("box with a database: scrape has no go_sql_open_connections")
 			}

@@ -15,12 +15,14 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/box"
+	"github.com/platformco/platform/internal/box/accountdeleted"
 	"github.com/platformco/platform/internal/box/httpapi"
 	"github.com/platformco/platform/internal/box/identityclient"
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/debugsrv"
+	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/observe"
@@ -155,6 +157,14 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	}
 	defer db.Close()
 	metrics.Database(db.DB, "box")
+	if cfg.EventsURL != "" {
+		stopConsumerMetrics, err := metrics.Consumers(db, cfg.EventsURL, events.Stream{}, []string{accountdeleted.ConsumerName}, logger)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("EVENTS_URL: %w", err)
+		}
+		defer stopConsumerMetrics()
+	}
 	if cfg.IdentityURL == "" {
 		logger.WarnContext(ctx, "BOX_IDENTITY_URL is empty: every authorized call answers 503")
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/platformco/platform/internal/courier/smtp"
 	"github.com/platformco/platform/internal/courier/sqlstore"
 	"github.com/platformco/platform/internal/courier/webhooks"
+	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/events/consumer"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
@@ -123,6 +124,11 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	metrics.Database(db.DB, "courier")
 	if cfg.EventsURL != "" {
 		metrics.Outbox(db, logger)
+		stopConsumerMetrics, err := metrics.Consumers(db, cfg.EventsURL, events.Stream{}, []string{webhooks.ConsumerName}, logger)
+		if err != nil {
+			return fmt.Errorf("EVENTS_URL: %w", err)
+		}
+		defer stopConsumerMetrics()
 	}
 	if pending, err := db.Pending(ctx, sqlstore.Migrations); err != nil {
 		return fmt.Errorf("DATABASE_URL: read schema version: %w", err)

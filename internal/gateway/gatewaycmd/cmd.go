@@ -160,6 +160,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		Logger: logger,
 	})
 	go func() { keys.Run(bg); close(cacheDone) }()
+	metrics.KeySet(keys)
 
 	opts := gateway.Options{
 		Verifier:       gateway.NewVerifier(keys, cfg.IdentityIssuer),
