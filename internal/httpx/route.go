@@ -12,7 +12,12 @@ type routeKey struct{}
 // spans) that must label a request by its route, never by its raw path:
 // the mux sets the pattern on the request it is given, which is a copy of
 // the one such middleware holds.
+// A context that has a slot already keeps it, so several such
+// middlewares share one.
 func WithRoute(ctx context.Context) (context.Context, *string) {
+	if slot, ok := ctx.Value(routeKey{}).(*string); ok {
+		return ctx, slot
+	}
 	slot := new(string)
 	return context.WithValue(ctx, routeKey{}, slot), slot
 }

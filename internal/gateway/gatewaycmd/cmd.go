@@ -70,6 +70,9 @@ type Config struct {
 	// MetricsAddr (METRICS_ADDR) serves Prometheus metrics at /metrics on
 	// a listener of its own; empty serves none.
 	MetricsAddr string
+	// OTLPEndpoint (OTEL_EXPORTER_OTLP_ENDPOINT) exports traces over
+	// OTLP/HTTP; empty exports none.
+	OTLPEndpoint string
 }
 
 // LoadConfig reads and validates the gateway's configuration. The error
@@ -89,6 +92,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		RedisKeyPrefix: "gateway:",
 		DebugAddr:      r.LoopbackAddr("DEBUG_ADDR"),
 		MetricsAddr:    strings.TrimSpace(getenv("METRICS_ADDR")),
+		OTLPEndpoint:   strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
 	}
 	if err := r.Err(); err != nil {
 		return Config{}, err
@@ -148,6 +152,12 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		return err
 	}
 	defer stopMetrics()
+	tracing, stopTracing, err := observe.StartTracing(ctx, "gateway", cfg.OTLPEndpoint)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
 	// The key cache outlives ctx while in-flight requests drain, and stops
 	// (and is waited for) when Serve returns.
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -168,6 +178,9 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		TrustedProxies: cfg.TrustedProxies,
 		AllowedOrigins: cfg.AllowedOrigins,
 		Logger:         logger,
+	}
+	if tracing != nil {
+		opts.Transport = observe.Transport(gateway.NewHTTPTransport())
 	}
 	for _, u := range []struct {
 		name, env, value string
@@ -207,7 +220,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "parlor_url", cfg.ParlorURL,
 		"issuer", cfg.IdentityIssuer, "jwks_ttl_ms", cfg.JWKSTTL.Milliseconds(), "redis", cfg.RedisURL != "",
 		"browser_sessions", g.BrowserSessions(), "trusted_proxies", cfg.TrustedProxies, "rate_limit_per_minute", cfg.RateLimit)
-	return serve(ctx, ln, metrics.Middleware(g), logger)
+	return serve(ctx, ln, metrics.Middleware(tracing.Middleware(g)), logger)
 }
 
 // serve is httpx.Serve with the server's header limit raised above the

@@ -49,8 +49,11 @@ type Config struct {
 	DebugAddr string `env:"DEBUG_ADDR" rule:"loopback"`
 	// MetricsAddr (METRICS_ADDR) serves Prometheus metrics at /metrics on
 	// a listener of its own; empty serves none.
-	MetricsAddr string     `env:"METRICS_ADDR"`
-	LogLevel    slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
+	MetricsAddr string `env:"METRICS_ADDR"`
+	// OTLPEndpoint (OTEL_EXPORTER_OTLP_ENDPOINT) exports traces over
+	// OTLP/HTTP; empty exports none.
+	OTLPEndpoint string     `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	LogLevel     slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
 }
 
 // Validate implements config.Validator.
@@ -147,8 +150,14 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		return err
 	}
 	defer stopMetrics()
+	tracing, stopTracing, err := observe.StartTracing(ctx, "identity", cfg.OTLPEndpoint)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
 	if cfg.DatabaseURL == "" {
-		return httpx.Serve(ctx, ln, metrics.Middleware(httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase})), logger)
+		return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase}))), logger)
 	}
 	db, err := sqldb.New(cfg.DatabaseURL, sqldb.Options{Timeout: cfg.DatabaseTimeout})
 	if err != nil {
@@ -190,7 +199,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		ln.Close()
 		return fmt.Errorf("identity: %w", err)
 	}
-	return httpx.Serve(ctx, ln, metrics.Middleware(h), logger)
+	return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(h)), logger)
 }
 
 func newService(ctx context.Context, cfg Config, db *sqldb.DB) (*identity.Service, *identity.KeyRing, error) {

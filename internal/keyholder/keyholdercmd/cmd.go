@@ -90,6 +90,12 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		return err
 	}
 	defer stopMetrics()
+	tracing, stopTracing, err := observe.StartTracing(ctx, "keyholder", cfg.OTLPEndpoint)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
 	metrics.Database(db.DB, "keyholder")
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	pending, perr := db.Pending(pctx, sqlstore.Migrations)
@@ -109,7 +115,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	defer upstream.Close()
 	svc := keyholder.NewService(sqlstore.New(db), box, identity, cfg.CredentialTTL, cfg.PublicHost)
 	front := registry.New(svc, upstream, cfg.PublicHost, logger)
-	return httpx.Serve(ctx, ln, metrics.Middleware(httpapi.New(svc, front, logger, Readiness(db, box, upstream, logger))), logger)
+	return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(httpapi.New(svc, front, logger, Readiness(db, box, upstream, logger)))), logger)
 }
 
 // Readiness is ready while the database answers with its schema current,

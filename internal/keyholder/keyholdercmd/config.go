@@ -23,7 +23,10 @@ type Config struct {
 	DatabaseURL string `env:"DATABASE_URL, required"`
 	// MetricsAddr (METRICS_ADDR) serves Prometheus metrics at /metrics on
 	// a listener of its own; empty serves none.
-	MetricsAddr      string        `env:"METRICS_ADDR"`
+	MetricsAddr string `env:"METRICS_ADDR"`
+	// OTLPEndpoint (OTEL_EXPORTER_OTLP_ENDPOINT) exports traces over
+	// OTLP/HTTP; empty exports none.
+	OTLPEndpoint     string        `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
 	BoxURL           string        `env:"KEYHOLDER_BOX_URL, required"`
 	IdentityURL      string        `env:"KEYHOLDER_IDENTITY_URL"`
 	RegistryURL      string        `env:"KEYHOLDER_REGISTRY_URL, required"`
