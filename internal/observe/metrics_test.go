@@ -230,3 +230,41 @@ func TestOutboxMetricsReportBacklogAgeAndParkedRows(t *testing.T) {
 		}
 	})
 }
+
+func TestUpstreamsTimesCallsByUpstreamAndStatusClass(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
+	defer up.Close()
+	m := observe.New("gateway")
+	client := &http.Client{Transport: m.Upstreams(http.DefaultTransport)}
+	for _, u := range []string{up.URL + "/a/" + uuid.NewString(), "http://127.0.0.1:1/b"} {
+		if resp, err := client.Get(u); err == nil {
+			resp.Body.Close()
+		}
+	}
+	addr, stop, err := m.Serve(context.Background(), "127.0.0.1:0", discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	fam := scrape(t, addr)["platform_upstream_request_duration_seconds"]
+	if fam == nil {
+		t.Fatal("scrape has no platform_upstream_request_duration_seconds")
+	}
+	got := map[string]bool{}
+	for _, mt := range fam.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range mt.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		got[labels["upstream"]+" "+labels["code"]] = true
+	}
+	want := []string{strings.TrimPrefix(up.URL, "http://") + " 5xx", "127.0.0.1:1 error"}
+	if len(got) != len(want) {
+		t.Errorf("series: got %v, want %v", got, want)
+	}
+	for _, w := range want {
+		if !got[w] {
+			t.Errorf("series: got %v, want %q among them", got, w)
+		}
+	}
+}

@@ -179,8 +179,8 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		AllowedOrigins: cfg.AllowedOrigins,
 		Logger:         logger,
 	}
-	if tracing != nil {
-		opts.Transport = observe.Transport(gateway.NewHTTPTransport())
+	if tracing != nil || metrics != nil {
+		opts.Transport = metrics.Upstreams(observe.Transport(gateway.NewHTTPTransport()))
 	}
 	for _, u := range []struct {
 		name, env, value string
