@@ -14,6 +14,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
 
@@ -36,6 +37,7 @@ commands:
   events publish --service NAME         the outbox publisher loop
   events check                          catalog, manifests and schemas agree
   events tail [--new]                   print the event stream as JSON lines
+  probe URL                             GET URL, succeed on 2xx (container health checks)
   version                               print the version
 `
 
@@ -78,6 +80,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return keyholdercmd.Run(ctx, args[1:], env)
 	case "parlor":
 		return parlorcmd.Run(ctx, args[1:], env)
+	case "probe":
+		return observe.Probe(ctx, args[1:], env)
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString())
 		return nil

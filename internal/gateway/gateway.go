@@ -116,7 +116,7 @@ func New(opts Options) *Gateway {
 		httpx.WriteProblem(w, r, http.StatusInternalServerError, CodeInternal, "internal error", nil)
 	}
 	mux := g.routes()
-	g.handler = httpx.Chain(g.limitHeaders(mux), httpx.Observe(g.log, internal))
+	g.handler = httpx.Chain(httpx.RecordRoute(g.limitHeaders(mux)), httpx.Observe(g.log, internal))
 	return g
 }
 

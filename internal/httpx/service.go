@@ -40,7 +40,7 @@ func Finish(mux *http.ServeMux, logger *slog.Logger, write ErrorWriter) http.Han
 	internal := func(w http.ResponseWriter, r *http.Request) {
 		write(w, r, http.StatusInternalServerError, CodeInternal, "an internal error occurred; it has been logged")
 	}
-	return Chain(mux, Observe(logger, internal), limitHeaders(write))
+	return Chain(RecordRoute(mux), Observe(logger, internal), limitHeaders(write))
 }
 
 func fallback(mux *http.ServeMux, write ErrorWriter) http.Handler {

@@ -102,7 +102,7 @@ func New(d Deps) (http.Handler, error) {
 		s.render(w, r, http.StatusForbidden, "error", &page{Title: "Refused",
 			Error: "This form was sent from another site, so it was refused. Open the page here and send it again."})
 	}))
-	return httpx.Chain(mux,
+	return httpx.Chain(httpx.RecordRoute(mux),
 		httpx.Observe(d.Logger, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "internal error", http.StatusInternalServerError)
 		}),

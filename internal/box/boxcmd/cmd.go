@@ -15,14 +15,17 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/box"
+	"github.com/platformco/platform/internal/box/accountdeleted"
 	"github.com/platformco/platform/internal/box/httpapi"
 	"github.com/platformco/platform/internal/box/identityclient"
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/debugsrv"
+	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -99,8 +102,14 @@ type Config struct {
 	IdentityTimeout time.Duration `env:"BOX_IDENTITY_TIMEOUT, default=2s" rule:"positive"`
 	CapabilityTTL   time.Duration `env:"BOX_CAPABILITY_TTL, default=5m" rule:"positive"`
 	// DebugAddr serves the profiling endpoints, on loopback only.
-	DebugAddr string     `env:"DEBUG_ADDR" rule:"loopback"`
-	LogLevel  slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
+	DebugAddr string `env:"DEBUG_ADDR" rule:"loopback"`
+	// MetricsAddr (METRICS_ADDR) serves Prometheus metrics at /metrics on
+	// a listener of its own; empty serves none.
+	MetricsAddr string `env:"METRICS_ADDR"`
+	// OTLPEndpoint (OTEL_EXPORTER_OTLP_ENDPOINT) exports traces over
+	// OTLP/HTTP; empty exports none.
+	OTLPEndpoint string     `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	LogLevel     slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
 	// EventsURL, with DATABASE_URL, is where box consumes
 	// identity.account.deleted (events.go).
 	EventsURL string `env:"EVENTS_URL"`
@@ -135,8 +144,20 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		}
 		defer stopDebug()
 	}
+	metrics, stopMetrics, err := observe.Start(ctx, "box", cfg.MetricsAddr, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
+	tracing, stopTracing, err := observe.StartTracing(ctx, "box", cfg.OTLPEndpoint)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
 	if cfg.DatabaseURL == "" {
-		return httpx.Serve(ctx, ln, httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase}), logger)
+		return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase}))), logger)
 	}
 	db, err := sqldb.New(cfg.DatabaseURL, sqldb.Options{Timeout: cfg.DatabaseTimeout})
 	if err != nil {
@@ -144,6 +165,15 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
+	metrics.Database(db.DB, "box")
+	if cfg.EventsURL != "" {
+		stopConsumerMetrics, err := metrics.Consumers(db, cfg.EventsURL, events.Stream{}, []string{accountdeleted.ConsumerName}, logger)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("EVENTS_URL: %w", err)
+		}
+		defer stopConsumerMetrics()
+	}
 	if cfg.IdentityURL == "" {
 		logger.WarnContext(ctx, "BOX_IDENTITY_URL is empty: every authorized call answers 503")
 	}
@@ -182,7 +212,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		ln.Close()
 		return fmt.Errorf("box: %w", err)
 	}
-	return httpx.Serve(ctx, ln, h, logger)
+	return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(h)), logger)
 }
 
 // Migrate applies box's pending migrations to databaseURL.

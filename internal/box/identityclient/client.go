@@ -23,6 +23,7 @@ import (
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/observe"
 )
 
 // MaxBodyBytes caps an identity response body; a larger one is malformed.
@@ -67,7 +68,7 @@ func New(baseURL string, timeout time.Duration, logger *slog.Logger) *Client {
 		base:    strings.TrimRight(baseURL, "/"),
 		timeout: timeout,
 		http: &http.Client{
-			Transport: transport,
+			Transport: observe.Transport(transport),
 			// A redirect is an answer box does not expect from identity:
 			// it is returned as is and classed as a failure.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -23,9 +23,11 @@ import (
 	"github.com/platformco/platform/internal/courier/smtp"
 	"github.com/platformco/platform/internal/courier/sqlstore"
 	"github.com/platformco/platform/internal/courier/webhooks"
+	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/events/consumer"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/outbox"
 	"github.com/platformco/platform/internal/sqldb"
 )
@@ -120,6 +122,20 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
+	metrics, stopMetrics, err := observe.Start(ctx, "courier", cfg.MetricsAddr, logger)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	metrics.Database(db.DB, "courier")
+	if cfg.EventsURL != "" {
+		metrics.Outbox(db, logger)
+		stopConsumerMetrics, err := metrics.Consumers(db, cfg.EventsURL, events.Stream{}, []string{webhooks.ConsumerName}, logger)
+		if err != nil {
+			return fmt.Errorf("EVENTS_URL: %w", err)
+		}
+		defer stopConsumerMetrics()
+	}
 	sealer, err := courier.NewSealer(cfg.SecretBoxKey)
 	if err != nil {
 		return fmt.Errorf("COURIER_SECRET_BOX_KEY: %w", err)
@@ -201,7 +217,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	if behind {
 		return fmt.Errorf("courier: %w", errConsumerBehind)
 	}
-	return httpx.Serve(ctx, ln, h, logger)
+	return httpx.Serve(ctx, ln, metrics.Middleware(h), logger)
 }
 
 // openLoops builds what needs the database into deps and starts courier's

@@ -27,6 +27,9 @@ type Config struct {
 	Port            int           `env:"PORT, default=4000" rule:"port"`
 	DatabaseURL     string        `env:"DATABASE_URL"`
 	DatabaseTimeout time.Duration `env:"DATABASE_TIMEOUT, default=5s" rule:"positive"`
+	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
+	// its own; empty serves none.
+	MetricsAddr string `env:"METRICS_ADDR"`
 	// Env is COURIER_ENV; only "development" admits the local adapter and
 	// plain-http loopback webhook endpoints.
 	Env string `env:"COURIER_ENV, default=production"`

@@ -22,6 +22,7 @@ import (
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/sqlstore"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/outbox"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/schemas"
@@ -80,6 +81,9 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 type PublishConfig struct {
 	// DatabaseURL is the publishing service's database; required.
 	DatabaseURL string `env:"DATABASE_URL"`
+	// MetricsAddr (METRICS_ADDR) serves Prometheus metrics at /metrics on
+	// a listener of its own; empty serves none.
+	MetricsAddr string `env:"METRICS_ADDR"`
 	// EventsURL is the NATS server to publish to, such as
 	// nats://127.0.0.1:4222; required.
 	EventsURL string     `env:"EVENTS_URL"`
@@ -133,6 +137,13 @@ func runPublish(ctx context.Context, args []string, env cli.Env) error {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
+	metrics, stopMetrics, err := observe.Start(ctx, "events-publisher", cfg.MetricsAddr, logger)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	metrics.Database(db.DB, *service)
+	metrics.Outbox(db, logger)
 	if err := sqldb.NewGate(db, migrations, "platform "+*service+" migrate").Check(ctx); err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}

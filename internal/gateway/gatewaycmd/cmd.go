@@ -25,6 +25,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/observe"
 )
 
 // Config is the gateway's configuration (operations.md section 5), read
@@ -69,6 +70,11 @@ type Config struct {
 	RedisKeyPrefix string
 	// DebugAddr serves the profiling endpoints, on loopback only.
 	DebugAddr string `env:"DEBUG_ADDR" rule:"loopback"`
+	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
+	// its own; empty serves none.
+	MetricsAddr string `env:"METRICS_ADDR"`
+	// OTLPEndpoint exports traces over OTLP/HTTP; empty exports none.
+	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
 }
 
 // Validate implements config.Validator: the rules that span fields, and
@@ -163,6 +169,18 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		}
 		defer stopDebug()
 	}
+	metrics, stopMetrics, err := observe.Start(ctx, "gateway", cfg.MetricsAddr, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
+	tracing, stopTracing, err := observe.StartTracing(ctx, "gateway", cfg.OTLPEndpoint)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
 	// The key cache outlives ctx while in-flight requests drain, and stops
 	// (and is waited for) when Serve returns.
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -175,6 +193,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		Logger: logger,
 	})
 	go func() { keys.Run(bg); close(cacheDone) }()
+	metrics.KeySet(keys)
 
 	opts := gateway.Options{
 		Verifier:       gateway.NewVerifier(keys, cfg.IdentityIssuer),
@@ -183,6 +202,9 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		TrustedNets:    cfg.TrustedNets,
 		AllowedOrigins: cfg.AllowedOrigins,
 		Logger:         logger,
+	}
+	if tracing != nil || metrics != nil {
+		opts.Transport = metrics.Upstreams(observe.Transport(gateway.NewHTTPTransport()))
 	}
 	for _, u := range []struct {
 		name, env, value string
@@ -222,7 +244,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "parlor_url", cfg.ParlorURL,
 		"issuer", cfg.IdentityIssuer, "jwks_ttl_ms", cfg.JWKSTTL.Milliseconds(), "redis", cfg.RedisURL != "",
 		"browser_sessions", g.BrowserSessions(), "trusted_proxies", cfg.Trusted, "rate_limit_per_minute", cfg.RateLimit)
-	return serve(ctx, ln, g, logger)
+	return serve(ctx, ln, metrics.Middleware(tracing.Middleware(g)), logger)
 }
 
 // serve is httpx.Serve with the server's header limit raised above the

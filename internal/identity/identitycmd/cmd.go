@@ -23,6 +23,7 @@ import (
 	"github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/oidc"
 	"github.com/platformco/platform/internal/identity/sqlstore"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -55,6 +56,11 @@ type Config struct {
 	// mail to courier; unset, mail waits in identity's database.
 	CourierURL   string `env:"IDENTITY_COURIER_URL" rule:"url"`
 	CourierToken string `env:"IDENTITY_COURIER_TOKEN"`
+	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
+	// its own; empty serves none.
+	MetricsAddr string `env:"METRICS_ADDR"`
+	// OTLPEndpoint exports traces over OTLP/HTTP; empty exports none.
+	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
 }
 
 // Validate implements config.Validator.
@@ -148,8 +154,20 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		}
 		defer stopDebug()
 	}
+	metrics, stopMetrics, err := observe.Start(ctx, "identity", cfg.MetricsAddr, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
+	tracing, stopTracing, err := observe.StartTracing(ctx, "identity", cfg.OTLPEndpoint)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
 	if cfg.DatabaseURL == "" {
-		return httpx.Serve(ctx, ln, httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase}), logger)
+		return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase}))), logger)
 	}
 	db, err := sqldb.New(cfg.DatabaseURL, sqldb.Options{Timeout: cfg.DatabaseTimeout})
 	if err != nil {
@@ -157,6 +175,10 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
+	metrics.Database(db.DB, "identity")
+	if cfg.EventsURL != "" {
+		metrics.Outbox(db, logger)
+	}
 	gate := sqldb.NewGate(db, sqlstore.Migrations, "platform identity migrate")
 	deps := httpapi.Deps{Logger: logger, Ready: httpx.DatabaseReadiness(gate, db.Engine), Waiting: true}
 	h := httpx.NewSwitch(httpapi.NewServer(deps))
@@ -192,7 +214,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		ln.Close()
 		return fmt.Errorf("identity: %w", err)
 	}
-	return httpx.Serve(ctx, ln, h, logger)
+	return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(h)), logger)
 }
 
 func newService(ctx context.Context, cfg Config, db *sqldb.DB) (*identity.Service, *identity.KeyRing, error) {

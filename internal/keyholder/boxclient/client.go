@@ -20,6 +20,7 @@ import (
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/keyholder"
+	"github.com/platformco/platform/internal/observe"
 )
 
 // maxBody caps a box response body.
@@ -47,7 +48,7 @@ func New(baseURL string, timeout time.Duration, logger *slog.Logger) *Client {
 		base:    strings.TrimRight(baseURL, "/"),
 		timeout: timeout,
 		http: &http.Client{
-			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+			Transport:     observe.Transport(http.DefaultTransport.(*http.Transport).Clone()),
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		logger: logger,

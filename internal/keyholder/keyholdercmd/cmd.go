@@ -21,6 +21,7 @@ import (
 	"github.com/platformco/platform/internal/keyholder/httpapi"
 	"github.com/platformco/platform/internal/keyholder/registry"
 	"github.com/platformco/platform/internal/keyholder/sqlstore"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -83,6 +84,19 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
+	metrics, stopMetrics, err := observe.Start(ctx, "keyholder", cfg.MetricsAddr, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
+	tracing, stopTracing, err := observe.StartTracing(ctx, "keyholder", cfg.OTLPEndpoint)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
+	metrics.Database(db.DB, "keyholder")
 	box := boxclient.New(cfg.BoxURL, 0, logger)
 	defer box.Close()
 	if cfg.IdentityURL == "" {
@@ -105,7 +119,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		ln.Close()
 		return fmt.Errorf("keyholder: %w", err)
 	}
-	return httpx.Serve(ctx, ln, h, logger)
+	return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(h)), logger)
 }
 
 // Readiness is ready while the database answers with its schema current

@@ -20,8 +20,13 @@ type Config struct {
 	DatabaseTimeout time.Duration `env:"DATABASE_TIMEOUT, default=5s" rule:"positive"`
 	BoxURL          string        `env:"KEYHOLDER_BOX_URL, required" rule:"url"`
 	// IdentityURL empty makes GET /v1/accounts/{id}/pulls answer 503.
-	IdentityURL      string        `env:"KEYHOLDER_IDENTITY_URL" rule:"url"`
-	RegistryURL      string        `env:"KEYHOLDER_REGISTRY_URL, required" rule:"url"`
+	IdentityURL string `env:"KEYHOLDER_IDENTITY_URL" rule:"url"`
+	RegistryURL string `env:"KEYHOLDER_REGISTRY_URL, required" rule:"url"`
+	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
+	// its own; empty serves none.
+	MetricsAddr string `env:"METRICS_ADDR"`
+	// OTLPEndpoint exports traces over OTLP/HTTP; empty exports none.
+	OTLPEndpoint     string        `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
 	RegistryUsername string        `env:"KEYHOLDER_REGISTRY_USERNAME"`
 	RegistryPassword string        `env:"KEYHOLDER_REGISTRY_PASSWORD"`
 	CredentialTTL    time.Duration `env:"KEYHOLDER_CREDENTIAL_TTL, default=1h" rule:"positive"`

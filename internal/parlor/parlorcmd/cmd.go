@@ -14,6 +14,7 @@ import (
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/parlor"
 )
 
@@ -31,6 +32,9 @@ type Config struct {
 	// APITimeout bounds every API round trip; past it the page says the
 	// platform is unavailable.
 	APITimeout time.Duration `env:"PARLOR_API_TIMEOUT, default=5s" rule:"positive"`
+	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
+	// its own; empty serves none.
+	MetricsAddr string `env:"METRICS_ADDR"`
 }
 
 // Validate implements config.Validator.
@@ -73,5 +77,11 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		ln.Close()
 		return err
 	}
-	return httpx.Serve(ctx, ln, h, logger)
+	metrics, stopMetrics, err := observe.Start(ctx, "parlor", cfg.MetricsAddr, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
+	return httpx.Serve(ctx, ln, metrics.Middleware(h), logger)
 }

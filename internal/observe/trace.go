@@ -1,0 +1,121 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/platformco/platform/internal/httpx"
+)
+
+const instrumentation = "github.com/platformco/platform/internal/observe"
+
+// propagator is W3C trace context: the traceparent header the services
+// already exchange.
+var propagator = propagation.TraceContext{}
+
+// StartTracing exports service's spans over OTLP/HTTP to endpoint
+// (OTEL_EXPORTER_OTLP_ENDPOINT; the exporter reads the other standard
+// OTEL_EXPORTER_OTLP_* variables itself). With endpoint empty it starts
+// nothing and returns a nil *Tracing, which records nothing. It installs
+// the provider as OpenTelemetry's, so the outbound transports (Transport)
+// find it without each client carrying it.
+func StartTracing(ctx context.Context, service, endpoint string) (*Tracing, func(context.Context) error, error) {
+	if endpoint == "" {
+		return nil, func(context.Context) error { return nil }, nil
+	}
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp),
+		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(service))),
+	)
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagator)
+	return &Tracing{service: service, tracer: tp.Tracer(instrumentation)}, tp.Shutdown, nil
+}
+
+// Tracing starts a service's spans.
+type Tracing struct {
+	service string
+	tracer  trace.Tracer
+}
+
+// Middleware starts a server span per request, continuing the caller's
+// traceparent, named by method and route pattern once routing is done. It
+// rewrites the request's traceparent to this span, so the trace id httpx
+// puts in logs and problem bodies is the span's.
+func (t *Tracing) Middleware(next http.Handler) http.Handler {
+	if t == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := t.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("platform.service", t.service)))
+		defer span.End()
+		ctx, pattern := httpx.WithRoute(ctx)
+		r = r.WithContext(ctx)
+		r.Header = r.Header.Clone()
+		propagator.Inject(ctx, propagation.HeaderCarrier(r.Header))
+		rec := &recorder{ResponseWriter: w}
+		defer func() {
+			rt := route(*pattern)
+			span.SetName(r.Method + " " + rt)
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			span.SetAttributes(attribute.String("http.route", rt), attribute.Int("http.response.status_code", status))
+			if status >= 500 {
+				span.SetStatus(codes.Error, strconv.Itoa(status))
+			}
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// Transport wraps base so every outbound call is a client span whose
+// traceparent the callee receives. Without tracing (no provider
+// installed) the span is not recording and the request goes as it was.
+func Transport(base http.RoundTripper) http.RoundTripper {
+	return transport{base}
+}
+
+type transport struct{ base http.RoundTripper }
+
+func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, span := otel.GetTracerProvider().Tracer(instrumentation).Start(req.Context(), req.Method+" "+req.URL.Host,
+		trace.WithSpanKind(trace.SpanKindClient))
+	if !span.IsRecording() {
+		span.End()
+		return t.base.RoundTrip(req)
+	}
+	defer span.End()
+	req = req.Clone(ctx)
+	propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	span.SetAttributes(attribute.String("http.request.method", req.Method), attribute.String("server.address", req.URL.Host))
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return nil, err
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+	if resp.StatusCode >= 500 {
+		span.SetStatus(codes.Error, strconv.Itoa(resp.StatusCode))
+	}
+	return resp, nil
+}
