@@ -99,8 +99,7 @@ func (a authRequest) GetCodeChallenge() *oidc.CodeChallenge {
 
 // refreshRequest adapts a stored refresh token to op.RefreshTokenRequest.
 type refreshRequest struct {
-	t      identity.OIDCToken
-	digest string
+	t identity.OIDCToken
 }
 
 func (r *refreshRequest) GetAMR() []string            { return []string{"pwd"} }
