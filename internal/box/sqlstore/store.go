@@ -84,10 +84,10 @@ const entitlementCols = `id, account_id, product, status, version_range, source,
 
 func scanEntitlement(s scanner) (box.Entitlement, error) {
 	var e box.Entitlement
-	var revokedAt nullTime
+	var revokedAt sqldb.NullTime
 	err := s.Scan(&e.ID, &e.AccountID, &e.Product, &e.Status, &e.VersionRange, &e.Source, &e.Reference,
-		&e.GrantedBy, &e.RevokedBy, (*timeValue)(&e.GrantedAt), &revokedAt)
-	e.RevokedAt = revokedAt.ptr()
+		&e.GrantedBy, &e.RevokedBy, (*sqldb.TimeValue)(&e.GrantedAt), &revokedAt)
+	e.RevokedAt = revokedAt.Ptr()
 	return e, err
 }
 
@@ -377,21 +377,21 @@ func (s *Store) RedeemCapability(ctx context.Context, selector, digest string) (
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		var redeemed, voided nullTime
+		var redeemed, voided sqldb.NullTime
 		var expiresAt time.Time
 		var status string
 		err = tx.QueryRow(ctx, `
 			SELECT c.redeemed_at, c.voided_at, c.expires_at, e.status
 			FROM capabilities c JOIN entitlements e ON e.id = c.entitlement_id
-			WHERE c.selector = $1 AND c.token_digest = $2`, selector, digest).Scan(&redeemed, &voided, (*timeValue)(&expiresAt), &status)
+			WHERE c.selector = $1 AND c.token_digest = $2`, selector, digest).Scan(&redeemed, &voided, (*sqldb.TimeValue)(&expiresAt), &status)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return errs.New(box.CodeNotFound, box.MsgNotFound)
 		case err != nil:
 			return fmt.Errorf("read capability: %w", err)
-		case redeemed.valid:
+		case redeemed.Valid:
 			return errs.New(box.CodeCapabilityUsed, "the capability has already been redeemed")
-		case voided.valid:
+		case voided.Valid:
 			return errs.New(box.CodeCapabilityExpired, "the capability was withdrawn: its account has been deleted")
 		case status != box.StatusActive:
 			return errs.New(box.CodeCapabilityExpired, "the capability was withdrawn: its entitlement has been revoked")
@@ -406,7 +406,7 @@ const releaseCols = `id, product, version, notes, published_by, published_at`
 
 func scanRelease(s scanner) (box.Release, error) {
 	var r box.Release
-	err := s.Scan(&r.ID, &r.Product, &r.Version, &r.Notes, &r.PublishedBy, (*timeValue)(&r.PublishedAt))
+	err := s.Scan(&r.ID, &r.Product, &r.Version, &r.Notes, &r.PublishedBy, (*sqldb.TimeValue)(&r.PublishedAt))
 	return r, err
 }
 
@@ -496,7 +496,7 @@ func (s *Store) Approve(ctx context.Context, accountID string, releaseID int64, 
 			VALUES ($1, $2, $3, $4)
 			ON CONFLICT (account_id, release_id) DO NOTHING
 			RETURNING id, approved_by, created_at`, accountID, rel.ID, actor, tx.Now).
-			Scan(&a.ID, &a.ApprovedBy, (*timeValue)(&a.CreatedAt))
+			Scan(&a.ID, &a.ApprovedBy, (*sqldb.TimeValue)(&a.CreatedAt))
 		if err == nil {
 			created = true
 			return nil
@@ -506,7 +506,7 @@ func (s *Store) Approve(ctx context.Context, accountID string, releaseID int64, 
 		}
 		err = tx.QueryRow(ctx, `SELECT id, approved_by, created_at FROM approvals
 			WHERE account_id = $1 AND release_id = $2`, accountID, rel.ID).
-			Scan(&a.ID, &a.ApprovedBy, (*timeValue)(&a.CreatedAt))
+			Scan(&a.ID, &a.ApprovedBy, (*sqldb.TimeValue)(&a.CreatedAt))
 		if err != nil {
 			return fmt.Errorf("read approval: %w", err)
 		}
@@ -563,7 +563,7 @@ func (s *Store) Timeline(ctx context.Context, accountID string, limit int) ([]bo
 	out := []box.AuditEvent{}
 	for rows.Next() {
 		var ev box.AuditEvent
-		if err := rows.Scan(&ev.Type, &ev.ReleaseID, &ev.ApprovalID, (*timeValue)(&ev.OccurredAt),
+		if err := rows.Scan(&ev.Type, &ev.ReleaseID, &ev.ApprovalID, (*sqldb.TimeValue)(&ev.OccurredAt),
 			&ev.ActorUserID, &ev.Product, &ev.Version); err != nil {
 			return nil, fmt.Errorf("scan timeline: %w", err)
 		}

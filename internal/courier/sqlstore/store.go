@@ -112,7 +112,7 @@ func suppressionReasons(ctx context.Context, tx *sqldb.Tx, address string) ([]st
 // Email implements courier.Store.
 func (s *Store) Email(ctx context.Context, id string) (courier.Email, error) {
 	var e courier.Email
-	var created, updated timeValue
+	var created, updated sqldb.TimeValue
 	err := s.db.QueryRow(ctx, `
 		SELECT id, template, recipient, locale, requested_by, status, attempts, created_at, updated_at
 		FROM emails WHERE id = $1`, id).
@@ -133,7 +133,7 @@ func (s *Store) Email(ctx context.Context, id string) (courier.Email, error) {
 	for rows.Next() {
 		var c courier.StatusChange
 		var attempt sql.NullString
-		var at timeValue
+		var at sqldb.TimeValue
 		if err := rows.Scan(&c.Status, &c.Detail, &attempt, &at); err != nil {
 			return e, err
 		}
@@ -169,7 +169,7 @@ func suppress(ctx context.Context, tx *sqldb.Tx, address, reason string, emailID
 	if n, _ := res.RowsAffected(); n == 1 {
 		return sup, true, nil
 	}
-	var at timeValue
+	var at sqldb.TimeValue
 	err = tx.QueryRow(ctx, `SELECT created_at FROM suppressions WHERE address = $1 AND reason = $2`, sup.Address, reason).Scan(&at)
 	sup.CreatedAt = time.Time(at)
 	return sup, false, err
@@ -192,7 +192,7 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 		}
 		for rows.Next() {
 			var c courier.Claimed
-			var created timeValue
+			var created sqldb.TimeValue
 			if err := rows.Scan(&c.ID, &c.Template, &c.To, &c.Locale, &c.SealedData, &c.Attempts, &created); err != nil {
 				rows.Close()
 				return err

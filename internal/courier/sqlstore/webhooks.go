@@ -27,7 +27,7 @@ const endpointColumns = `id, account_id, url, event_types, description, disabled
 func scanEndpoint(sc interface{ Scan(...any) error }) (courier.Endpoint, error) {
 	var e courier.Endpoint
 	var types string
-	var created, updated timeValue
+	var created, updated sqldb.TimeValue
 	if err := sc.Scan(&e.ID, &e.AccountID, &e.URL, &types, &e.Description, &e.Disabled, &e.DisabledReason, &created, &updated); err != nil {
 		return e, err
 	}
@@ -148,7 +148,7 @@ const deliveryColumns = `d.seq, d.id, d.endpoint_id, d.event_id, d.event_type, d
 
 func scanDelivery(sc interface{ Scan(...any) error }) (courier.Delivery, error) {
 	var d courier.Delivery
-	var next, created, updated timeValue
+	var next, created, updated sqldb.TimeValue
 	if err := sc.Scan(&d.Seq, &d.ID, &d.EndpointID, &d.EventID, &d.EventType, &d.Status, &d.Attempts, &next, &created, &updated); err != nil {
 		return d, err
 	}
@@ -201,7 +201,7 @@ func (s *Store) attempts(ctx context.Context, deliveryID string) ([]courier.Deli
 	out := []courier.DeliveryAttempt{}
 	for rows.Next() {
 		var a courier.DeliveryAttempt
-		var at timeValue
+		var at sqldb.TimeValue
 		var ms int64
 		if err := rows.Scan(&at, &a.StatusCode, &ms, &a.Response, &a.Error); err != nil {
 			return nil, err

@@ -33,10 +33,10 @@ func (s *Store) Now() time.Time { return sqldb.Timestamp(s.db.Now()) }
 const credentialCols = `id, password_digest, account_id, repository, version_range, created_at, expires_at, revoked_at`
 
 func scanCredential(r sqldb.Row, c *keyholder.Credential) error {
-	var revoked nullTime
+	var revoked sqldb.NullTime
 	err := r.Scan(&c.ID, &c.PasswordDigest, &c.AccountID, &c.Repository, &c.VersionRange,
-		(*timeValue)(&c.CreatedAt), (*timeValue)(&c.ExpiresAt), &revoked)
-	c.RevokedAt = revoked.ptr()
+		(*sqldb.TimeValue)(&c.CreatedAt), (*sqldb.TimeValue)(&c.ExpiresAt), &revoked)
+	c.RevokedAt = revoked.Ptr()
 	return err
 }
 
@@ -89,7 +89,7 @@ func (s *Store) Pulls(ctx context.Context, accountID string, limit int) ([]keyho
 	out := []keyholder.Pull{}
 	for rows.Next() {
 		var p keyholder.Pull
-		if err := rows.Scan(&p.ID, &p.CredentialID, &p.AccountID, &p.Repository, &p.Tag, &p.Digest, (*timeValue)(&p.PulledAt)); err != nil {
+		if err := rows.Scan(&p.ID, &p.CredentialID, &p.AccountID, &p.Repository, &p.Tag, &p.Digest, (*sqldb.TimeValue)(&p.PulledAt)); err != nil {
 			return nil, err
 		}
 		out = append(out, p)

@@ -1,4 +1,4 @@
-package sqlstore
+package sqldb
 
 import (
 	"fmt"
@@ -15,13 +15,15 @@ var sqliteTimeFormats = []string{
 	time.RFC3339Nano,
 }
 
-// timeValue scans a timestamp from either engine into UTC.
-type timeValue time.Time
+// TimeValue scans a timestamp from either engine into UTC: a store scans
+// into (*sqldb.TimeValue)(&t) where t is a time.Time.
+type TimeValue time.Time
 
-func (t *timeValue) Scan(src any) error {
+// Scan implements sql.Scanner.
+func (t *TimeValue) Scan(src any) error {
 	switch v := src.(type) {
 	case time.Time:
-		*t = timeValue(v.UTC())
+		*t = TimeValue(v.UTC())
 		return nil
 	case string:
 		return t.parse(v)
@@ -32,35 +34,37 @@ func (t *timeValue) Scan(src any) error {
 	}
 }
 
-func (t *timeValue) parse(s string) error {
+func (t *TimeValue) parse(s string) error {
 	for _, f := range sqliteTimeFormats {
 		if p, err := time.Parse(f, s); err == nil {
-			*t = timeValue(p.UTC())
+			*t = TimeValue(p.UTC())
 			return nil
 		}
 	}
 	return fmt.Errorf("timestamp: unreadable value %q", s)
 }
 
-// nullTime is a nullable timeValue.
-type nullTime struct {
-	t     timeValue
-	valid bool
+// NullTime is a nullable TimeValue.
+type NullTime struct {
+	Time  TimeValue
+	Valid bool
 }
 
-func (n *nullTime) Scan(src any) error {
+// Scan implements sql.Scanner.
+func (n *NullTime) Scan(src any) error {
 	if src == nil {
-		n.valid = false
+		n.Valid = false
 		return nil
 	}
-	n.valid = true
-	return n.t.Scan(src)
+	n.Valid = true
+	return n.Time.Scan(src)
 }
 
-func (n nullTime) ptr() *time.Time {
-	if !n.valid {
+// Ptr is the time, or nil when NULL.
+func (n NullTime) Ptr() *time.Time {
+	if !n.Valid {
 		return nil
 	}
-	t := time.Time(n.t)
+	t := time.Time(n.Time)
 	return &t
 }
