@@ -2,57 +2,15 @@ package sqlstore_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
-
-// rawSQLite opens db's file the way the sqlite3 shell does: foreign keys
-// off, nothing of sqldb's configuration but a busy timeout.
-func rawSQLite(t *testing.T, db *sqldb.DB) *sql.DB {
-	t.Helper()
-	var path string
-	if err := db.QueryRow(context.Background(), `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := sql.Open("sqlite", "file:"+path+"?"+url.Values{"_pragma": {"busy_timeout(10000)"}}.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	var fk int
-	if err := raw.QueryRow(`PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 0 {
-		t.Fatalf("raw connection: foreign_keys = %d, %v; want 0", fk, err)
-	}
-	return raw
-}
-
-// wantNoDanglingReferences fails when any row names a parent that is gone.
-func wantNoDanglingReferences(t *testing.T, raw *sql.DB) {
-	t.Helper()
-	rows, err := raw.Query(`PRAGMA foreign_key_check`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var table, parent string
-		var rowid, fkid sql.NullInt64
-		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
-			t.Fatal(err)
-		}
-		t.Errorf("%s row %v names a missing %s row", table, rowid.Int64, parent)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestForeignKeyRulesHoldWithForeignKeysOff: every foreign key of box's
 // schema refuses its violation on a SQLite connection that has foreign
@@ -60,7 +18,7 @@ func wantNoDanglingReferences(t *testing.T, raw *sql.DB) {
 func TestForeignKeyRulesHoldWithForeignKeysOff(t *testing.T) {
 	ctx := context.Background()
 	db, s := open(t, sqldb.SQLite)
-	raw := rawSQLite(t, db)
+	raw := sqltest.RawSQLite(t, db)
 
 	_, ent, err := s.Claim(ctx, account, staffID)
 	if err != nil {
@@ -119,7 +77,7 @@ func TestForeignKeyRulesHoldWithForeignKeysOff(t *testing.T) {
 			t.Errorf("%s rows = %d, want %d", table, got, want)
 		}
 	}
-	wantNoDanglingReferences(t, raw)
+	sqltest.WantNoDanglingReferences(t, raw)
 
 	// A release nobody approved is still the operator's to delete.
 	lone, err := s.CreateRelease(ctx, box.NewRelease{Product: box.ProductKit, Version: "2.0.0", PublishedBy: staffID})
@@ -139,7 +97,7 @@ func TestForeignKeyRulesHoldWithForeignKeysOff(t *testing.T) {
 func TestForeignKeysOffRace(t *testing.T) {
 	ctx := context.Background()
 	db, s := open(t, sqldb.SQLite)
-	raw := rawSQLite(t, db)
+	raw := sqltest.RawSQLite(t, db)
 
 	const grants = 60
 	var (
@@ -197,5 +155,5 @@ func TestForeignKeysOffRace(t *testing.T) {
 	if got := count(t, db, `SELECT count(*) FROM entitlements`); got != grants {
 		t.Errorf("entitlements = %d, want %d", got, grants)
 	}
-	wantNoDanglingReferences(t, raw)
+	sqltest.WantNoDanglingReferences(t, raw)
 }

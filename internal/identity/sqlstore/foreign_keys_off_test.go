@@ -4,55 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/url"
 	"sync"
 	"testing"
 
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/identitytest"
 	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
-
-// rawSQLite opens the env's database file the way the sqlite3 shell does:
-// foreign keys off, nothing of sqldb's configuration but a busy timeout.
-func rawSQLite(t *testing.T, env *identitytest.Env) *sql.DB {
-	t.Helper()
-	var path string
-	if err := env.DB.QueryRow(context.Background(), `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := sql.Open("sqlite", "file:"+path+"?"+url.Values{"_pragma": {"busy_timeout(10000)"}}.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	var fk int
-	if err := raw.QueryRow(`PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 0 {
-		t.Fatalf("raw connection: foreign_keys = %d, %v; want 0", fk, err)
-	}
-	return raw
-}
-
-// wantNoDanglingReferences fails when any row names a parent that is gone.
-func wantNoDanglingReferences(t *testing.T, raw *sql.DB) {
-	t.Helper()
-	rows, err := raw.Query(`PRAGMA foreign_key_check`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var table, parent string
-		var rowid, fkid sql.NullInt64
-		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
-			t.Fatal(err)
-		}
-		t.Errorf("%s row %v names a missing %s row", table, rowid.Int64, parent)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func rawCount(t *testing.T, raw *sql.DB, q string, args ...any) int {
 	t.Helper()
@@ -70,7 +29,7 @@ func rawCount(t *testing.T, raw *sql.DB, q string, args ...any) int {
 func TestForeignKeyRulesHoldWithForeignKeysOff(t *testing.T) {
 	ctx := context.Background()
 	env := identitytest.New(t, sqldb.SQLite, identitytest.Config{})
-	raw := rawSQLite(t, env)
+	raw := sqltest.RawSQLite(t, env.DB)
 
 	owner := env.User(t, "owner@example.com")
 	team := env.Team(t, owner, "Analytical Engines")
@@ -110,7 +69,7 @@ func TestForeignKeyRulesHoldWithForeignKeysOff(t *testing.T) {
 			}
 		})
 	}
-	wantNoDanglingReferences(t, raw)
+	sqltest.WantNoDanglingReferences(t, raw)
 
 	t.Run("DeleteAccountCascades", func(t *testing.T) {
 		if _, err := raw.Exec(`DELETE FROM accounts WHERE id = ?`, teamID); err != nil {
@@ -121,7 +80,7 @@ func TestForeignKeyRulesHoldWithForeignKeysOff(t *testing.T) {
 				t.Errorf("%s of the deleted account = %d, want 0", table, got)
 			}
 		}
-		wantNoDanglingReferences(t, raw)
+		sqltest.WantNoDanglingReferences(t, raw)
 	})
 	t.Run("DeleteUserCascades", func(t *testing.T) {
 		if _, err := raw.Exec(`DELETE FROM users WHERE id = ?`, member.User.ID); err != nil {
@@ -135,7 +94,7 @@ func TestForeignKeyRulesHoldWithForeignKeysOff(t *testing.T) {
 		if got := rawCount(t, raw, `SELECT count(*) FROM memberships WHERE user_id = ?`, owner.User.ID); got == 0 {
 			t.Errorf("the owner's own memberships went with another user")
 		}
-		wantNoDanglingReferences(t, raw)
+		sqltest.WantNoDanglingReferences(t, raw)
 	})
 }
 
@@ -146,7 +105,7 @@ func TestForeignKeyRulesHoldWithForeignKeysOff(t *testing.T) {
 func TestForeignKeysOffRace(t *testing.T) {
 	ctx := context.Background()
 	env := identitytest.New(t, sqldb.SQLite, identitytest.Config{})
-	raw := rawSQLite(t, env)
+	raw := sqltest.RawSQLite(t, env.DB)
 
 	owner := env.User(t, "owner@example.com")
 	team := env.Team(t, owner, "Analytical Engines")
@@ -185,5 +144,5 @@ func TestForeignKeysOffRace(t *testing.T) {
 	if got := rawCount(t, raw, `SELECT count(*) FROM sessions WHERE user_id NOT IN (SELECT id FROM users)`); got != 0 {
 		t.Errorf("sessions of a deleted user = %d, want 0", got)
 	}
-	wantNoDanglingReferences(t, raw)
+	sqltest.WantNoDanglingReferences(t, raw)
 }

@@ -131,7 +131,7 @@ func TestOIDCTablesRefuseInconsistentRows(t *testing.T) {
 // deleting a user cascades to their grants.
 func TestOIDCForeignKeysHoldWithForeignKeysOff(t *testing.T) {
 	env, c, admin, _ := oidcGrant(t, sqldb.SQLite)
-	raw := rawSQLite(t, env)
+	raw := sqltest.RawSQLite(t, env.DB)
 	if _, err := raw.Exec(`INSERT INTO oidc_tokens (id, kind, client_id, user_id, family_id, scopes, auth_time, created_at, expires_at)
 		VALUES (?, 'access', ?, ?, ?, '[]', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)`, uuid.NewString(), uuid.NewString(), admin.User.ID, uuid.NewString()); err == nil {
 		t.Errorf("a token naming no client: got no error")
@@ -147,7 +147,7 @@ func TestOIDCForeignKeysHoldWithForeignKeysOff(t *testing.T) {
 	if err := raw.QueryRow(`SELECT (SELECT count(*) FROM oidc_clients) + (SELECT count(*) FROM oidc_auth_requests)`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("rows left after the account's deletion: got %d (%v), want 0", n, err)
 	}
-	wantNoDanglingReferences(t, raw)
+	sqltest.WantNoDanglingReferences(t, raw)
 }
 
 // TestOIDCCodeReusedBeforeIssuanceIssuesNothing: a second use of a code
