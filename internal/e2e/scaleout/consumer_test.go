@@ -25,7 +25,6 @@ type dedupConsumer struct {
 	deliveries map[string][]delivery // envelope id → every delivery of it
 	problems   []string
 	withheld   int
-	stop       func()
 }
 
 // delivery is one delivery of a message.
@@ -61,7 +60,6 @@ func startDedupConsumer(t *testing.T, eventsURL string) *dedupConsumer {
 	if err != nil {
 		t.Fatalf("consume: %v", err)
 	}
-	c.stop = cc.Stop
 	t.Cleanup(cc.Stop)
 	return c
 }
@@ -110,7 +108,7 @@ func (c *dedupConsumer) distinct() int {
 	return len(c.deliveries)
 }
 
-// has reports whether every id in ids was delivered.
+// hasAll reports whether every id in ids was delivered.
 func (c *dedupConsumer) hasAll(ids []string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -413,8 +413,8 @@ func (l *load) mailToken(address string) (string, error) {
 	return u.Query().Get("token"), nil
 }
 
-// drive runs workers stories in a loop each until d has passed (a story
-// under way finishes), with during running meanwhile on the caller's side.
+// drive runs stories on workers goroutines, each in a loop until d has
+// passed (a story under way finishes), and returns how many ran.
 func (l *load) drive(workers int, d time.Duration) (stories int) {
 	deadline := time.Now().Add(d)
 	var (

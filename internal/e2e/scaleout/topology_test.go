@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,12 +52,17 @@ type cluster struct {
 	gateways   []*e2e.Proc
 	publishers []*e2e.Proc // every publisher process started, killed ones too
 	pubEnv     e2e.Env
+	// stall is publisher 2's way to the broker (see killHoldingRows).
+	stall *stallProxy
 }
 
 // requirePostgres skips without TEST_DATABASE_URL, except in CI, where a
 // missing database would silently drop the test.
 func requirePostgres(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		return
 	}
@@ -76,6 +82,7 @@ func startCluster(t *testing.T) *cluster {
 	// which a shared server (EVENTS_URL) holds for everyone.
 	broker := eventstest.Embedded(t)
 	c := &cluster{eventsURL: broker.URL}
+	c.stall = newStallProxy(t, strings.TrimPrefix(broker.URL, "nats://"))
 
 	// One PostgreSQL server, a database per service (deploy.md section 3).
 	identityURL := sqltest.URL(t, sqldb.Postgres)
@@ -126,9 +133,13 @@ func startCluster(t *testing.T) *cluster {
 	}
 	// Debug logs carry each batch a publisher marks, so the test can tell
 	// which publishers did the work.
-	c.pubEnv = e2e.Env{"DATABASE_URL": identityURL, "EVENTS_URL": c.eventsURL, "LOG_LEVEL": "debug"}
-	for range 3 {
-		c.startPublisher(t)
+	c.pubEnv = e2e.Env{"DATABASE_URL": identityURL, "LOG_LEVEL": "debug"}
+	for i := range 3 {
+		url := c.eventsURL
+		if i == 1 {
+			url = "nats://" + c.stall.addr
+		}
+		c.startPublisher(t, url)
 	}
 	for _, p := range append(append(append([]*e2e.Proc{}, c.identity...), c.box...), c.gateways...) {
 		waitReady(t, p)
@@ -144,11 +155,11 @@ func startCluster(t *testing.T) *cluster {
 }
 
 // startPublisher starts one more `platform events publish --service
-// identity` and returns its index in c.publishers.
-func (c *cluster) startPublisher(t *testing.T) int {
+// identity`, publishing to eventsURL.
+func (c *cluster) startPublisher(t *testing.T, eventsURL string) {
 	t.Helper()
-	c.publishers = append(c.publishers, e2e.Spawn(t, c.pubEnv, "events", "publish", "--service", "identity"))
-	return len(c.publishers) - 1
+	env := with(c.pubEnv, e2e.Env{"EVENTS_URL": eventsURL})
+	c.publishers = append(c.publishers, e2e.Spawn(t, env, "events", "publish", "--service", "identity"))
 }
 
 func (c *cluster) dumpLogs(t *testing.T) {
@@ -224,7 +235,7 @@ func count(t *testing.T, db *sqldb.DB, q string, args ...any) int {
 	return n
 }
 
-// strings runs a query answering one text column.
+// column runs a query answering one text column.
 func column(t *testing.T, db *sqldb.DB, q string, args ...any) []string {
 	t.Helper()
 	rows, err := db.Query(context.Background(), q, args...)
