@@ -423,6 +423,14 @@ func TestBrowserJourney(t *testing.T) {
 		append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(base + "/operator/grant?account_id=" + team)}, grantPlatform...)...)
 	operator.do("list", []string{"revoked", "active"},
 		chromedp.Navigate(base+"/operator/entitlements?account_id="+team+"&product=platform"))
+	// The account's page, from the list's link and from the console's
+	// lookup: who is in it and what it holds.
+	accountPage := []string{"Acme Rockets", "Team account", "owner@example.com owner", "member@example.com member", "pi_3Kx9", "revoked", "active"}
+	operator.do("account-page", accountPage, chromedp.Click(chromedp.CSS(`td a[href="/operator/accounts/`+team+`"]`)))
+	operator.do("account-lookup", accountPage,
+		chromedp.Navigate(base+"/operator"),
+		chromedp.SendKeys(chromedp.CSS(`#account-id`), team),
+		submit(`form[action="/operator/accounts"]`))
 
 	// Dark, then at a phone's width: axe checks the contrast of each.
 	owner.do("dark", []string{"Get a download capability"},
