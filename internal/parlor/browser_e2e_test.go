@@ -425,7 +425,8 @@ func TestBrowserJourney(t *testing.T) {
 		chromedp.Navigate(base+"/operator/entitlements?account_id="+team+"&product=platform"))
 	// The account's page, from the list's link and from the console's
 	// lookup: who is in it and what it holds.
-	accountPage := []string{"Acme Rockets", "Team account", "owner@example.com", "member@example.com", "pi_3Kx9", "revoked", "active"}
+	accountPage := []string{"Acme Rockets", "Team account", "owner@example.com", "member@example.com", "pi_3Kx9", "revoked", "active",
+		"platform:1.0.0", digest, user}
 	operator.do("account-page", accountPage, chromedp.Click(chromedp.CSS(`td a[href="/operator/accounts/`+team+`"]`)))
 	operator.do("account-lookup", accountPage,
 		chromedp.Navigate(base+"/operator"),

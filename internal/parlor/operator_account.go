@@ -17,6 +17,12 @@ type accountPageData struct {
 	Rows        []Entitlement
 	// Active counts the rows in force.
 	Active int
+	// Registry is false when the platform runs no registry (keyholder's
+	// route is 404 at the gateway): the page then shows no pulls section.
+	Registry bool
+	Pulls    []Pull
+	// PullsError says, in words, why the pull record could not be read.
+	PullsError string
 }
 
 // maxMemberPages bounds the member pages one view reads (200 a page).
@@ -61,6 +67,17 @@ func (s *server) operatorAccount(w http.ResponseWriter, r *http.Request, sess *s
 	if d.Rows, err = s.allRows(r, sess, acct.ID); err != nil {
 		s.fail(w, r, &sess.Me, err)
 		return
+	}
+	// The pull record is the registry's: without it the page still shows
+	// the account, so a failure here is a sentence, not an error page.
+	switch pulls, err := s.api.StaffPulls(r.Context(), sess.Token, acct.ID); {
+	case err == nil:
+		d.Registry, d.Pulls = true, pulls
+	case StatusOf(err) == http.StatusNotFound:
+	default:
+		d.Registry = true
+		s.log.Warn("staff pulls", "account_id", acct.ID, "error", err.Error())
+		d.PullsError = "The pull record cannot be read now; reload the page to try again."
 	}
 	for _, row := range d.Rows {
 		if row.Status == "active" {

@@ -5,6 +5,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // TestOperatorAccountPage: staff open any account by id and see its
@@ -34,6 +38,10 @@ func TestOperatorAccountPage(t *testing.T) {
 		page := op.get("/operator/accounts/"+team).expect(t, http.StatusOK, "Harbour Lights", team, "Team account",
 			"Members", buyerEmail+" owner", "Entitlements", "1 active of 1 rows",
 			"platform ^1.0.0 active reconciled_payment pi_harbour", "Grant an entitlement")
+		// This stack runs no registry: the page shows no pulls at all.
+		if strings.Contains(page.Body, `id="pulls-title"`) {
+			t.Errorf("the account page shows a pulls section without a registry")
+		}
 		for _, link := range []string{`href="/operator/grant?account_id=` + team + `"`, `href="/operator/entitlements?account_id=` + team + `"`,
 			`/revoke?account_id=` + team + `"`} {
 			if !strings.Contains(page.Body, link) {
@@ -99,4 +107,31 @@ func TestOperatorAccountPage(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestOperatorAccountPagePulls: with the registry behind the gateway, the
+// account's page lists its pulls, with the credential that pulled.
+func TestOperatorAccountPagePulls(t *testing.T) {
+	st := startDeliveryStack(t)
+	base := startParlor(t, st.GatewayURL)
+	c, cred := st.Entitled(uniqueEmail("puller"), "platform", "")
+	img := st.PushImage("platform", "1.2.3", 256, 1)
+	want, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.NewTag(st.GatewayHost+"/platform:1.2.3", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Get(ref, remote.WithAuth(&authn.Basic{Username: cred.Username, Password: cred.Password})); err != nil {
+		t.Fatalf("pull through the gateway: %v", err)
+	}
+	op := newVisitor(t, base)
+	op.cookie = st.StaffToken
+	op.get("/operator/accounts/"+c.AccountID).expect(t, http.StatusOK, "Pulls", "platform:1.2.3", want.String(), cred.Username)
+
+	other := st.NewCustomer(uniqueEmail("idle"))
+	op.get("/operator/accounts/"+other.AccountID).expect(t, http.StatusOK, "Pulls",
+		"Nothing has been pulled with this account's credentials yet.")
 }
