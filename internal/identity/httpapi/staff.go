@@ -46,6 +46,12 @@ func (a *api) staffMembers(w http.ResponseWriter, r *http.Request, p identity.Pr
 		a.fail(w, r, err)
 		return
 	}
+	writeMemberPage(w, members, next)
+}
+
+// writeMemberPage answers one page of memberships as both member lists do:
+// {members, next_cursor}, next_cursor null on the last page.
+func writeMemberPage(w http.ResponseWriter, members []identity.Membership, next *identity.Cursor) {
 	out := struct {
 		Members    []membershipBody `json:"members"`
 		NextCursor *string          `json:"next_cursor"`
