@@ -94,6 +94,9 @@ func Routes() []Route {
 	add(newRoute("/v1/exchange", Keyholder, true))
 	add(subtree("/v1/credentials", Keyholder)...)
 	add(subtree("/v1/accounts/{id}/pulls", Keyholder)...)
+	// The operator console's read of any account's pulls; the rest of
+	// /v1/operator/accounts is identity's.
+	add(subtree("/v1/operator/accounts/{id}/pulls", Keyholder)...)
 	v2 := newRoute("/v2/", Keyholder, true)
 	v2.env = ociEnvelope
 	add(v2)

@@ -36,6 +36,7 @@ type Store interface {
 	LifecycleStore
 	MFAStore
 	APIKeyStore
+	StaffStore
 
 	// CreateUser creates the user, a personal account and the owner
 	// membership. Errors: ErrEmailTaken, ErrSlugTaken (retry with another

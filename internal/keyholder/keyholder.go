@@ -34,6 +34,7 @@ const (
 	CodeCapabilityExpired = "capability_expired" // 410, box's
 	CodeUnavailable       = "unavailable"        // 503
 	CodeInsufficientScope = "insufficient_scope" // 403: an API key without account:read
+	CodeForbidden         = "forbidden"          // 403: not staff, on the staff read
 )
 
 // DefaultCredentialTTL and MaxCredentialTTL bound how long an issued
@@ -69,6 +70,9 @@ type Box interface {
 // scopes), or not_found, unauthenticated, unavailable.
 type Identity interface {
 	AccountRole(ctx context.Context, token, accountID string) (string, []string, error)
+	// OperatorMe answers the caller's user id when the caller is staff,
+	// else forbidden (or unauthenticated, unavailable).
+	OperatorMe(ctx context.Context, token string) (string, error)
 }
 
 // scopeAccountRead is the API-key scope that reads an account's records

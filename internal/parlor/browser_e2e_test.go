@@ -423,6 +423,15 @@ func TestBrowserJourney(t *testing.T) {
 		append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(base + "/operator/grant?account_id=" + team)}, grantPlatform...)...)
 	operator.do("list", []string{"revoked", "active"},
 		chromedp.Navigate(base+"/operator/entitlements?account_id="+team+"&product=platform"))
+	// The account's page, from the list's link and from the console's
+	// lookup: who is in it and what it holds.
+	accountPage := []string{"Acme Rockets", "Team account", "owner@example.com", "member@example.com", "pi_3Kx9", "revoked", "active",
+		"platform:1.0.0", digest, user}
+	operator.do("account-page", accountPage, chromedp.Click(chromedp.CSS(`td a[href="/operator/accounts/`+team+`"]`)))
+	operator.do("account-lookup", accountPage,
+		chromedp.Navigate(base+"/operator"),
+		chromedp.SendKeys(chromedp.CSS(`#account-id`), team),
+		submit(`form[action="/operator/accounts"]`))
 
 	// Dark, then at a phone's width: axe checks the contrast of each.
 	owner.do("dark", []string{"Get a download capability"},

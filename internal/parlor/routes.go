@@ -82,6 +82,8 @@ func New(d Deps) (http.Handler, error) {
 
 	mux.Handle("GET /operator", s.staffOnly(s.operatorHome))
 	mux.Handle("GET /operator/users", s.staffOnly(s.operatorUsers))
+	mux.Handle("GET /operator/accounts", s.staffOnly(s.operatorAccountLookup))
+	mux.Handle("GET /operator/accounts/{id}", s.staffOnly(s.operatorAccount))
 	mux.Handle("GET /operator/entitlements", s.staffOnly(s.operatorEntitlements))
 	mux.Handle("GET /operator/grant", s.staffOnly(s.grantForm))
 	mux.Handle("POST /operator/grant", s.staffOnly(s.grant))

@@ -256,18 +256,7 @@ func (a *api) listMembers(w http.ResponseWriter, r *http.Request, p identity.Pri
 		a.fail(w, r, err)
 		return
 	}
-	out := struct {
-		Members    []membershipBody `json:"members"`
-		NextCursor *string          `json:"next_cursor"`
-	}{Members: make([]membershipBody, len(members))}
-	for i, m := range members {
-		out.Members[i] = membershipOut(m)
-	}
-	if next != nil {
-		c := next.Encode()
-		out.NextCursor = &c
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	writeMemberPage(w, members, next)
 }
 
 func (a *api) changeRole(w http.ResponseWriter, r *http.Request, p identity.Principal) {

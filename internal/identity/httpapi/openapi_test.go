@@ -348,6 +348,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("GET", acct+"/members", "", 404, "not_found", openapitest.Bearer(inviteeTok))
 		c.Code("GET", acct+"/members", "", 401, "unauthorized")
 		exerciseOIDCClients(t, c, env.DB, owner.ID, acct, "/v1/accounts/"+personal[0].ID, ownerTok, memberTok, big, plain)
+		exerciseStaffAccounts(t, c, acct, staffTok, ownerTok)
 		member := env.Principal(t, memberTok, "")
 		m := acct + "/members/" + member.User.ID
 		o := acct + "/members/" + owner.ID
@@ -424,6 +425,8 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"GET", "/v1/me", ""},
 		{"GET", "/v1/operator/me", ""},
 		{"GET", "/v1/operator/users?query=ab", ""},
+		{"GET", "/v1/operator/accounts/" + accountID, ""},
+		{"GET", "/v1/operator/accounts/" + accountID + "/members", ""},
 		{"GET", "/v1/accounts", ""},
 		{"POST", "/v1/accounts", `{"name":"Third"}`},
 		{"GET", acct, ""},

@@ -81,6 +81,10 @@ func (a *api) routes(mux *http.ServeMux) {
 
 	mux.Handle("GET /v1/operator/me", a.authenticated(a.operatorMe))
 	mux.Handle("GET /v1/operator/users", a.authenticated(a.searchUsers))
+	// The operator console's reads of any account (staff.go): staff is a
+	// property of the user, so these take a session, not a membership.
+	mux.Handle("GET /v1/operator/accounts/{accountID}", a.authenticated(a.staffAccount))
+	mux.Handle("GET /v1/operator/accounts/{accountID}/members", a.authenticated(a.staffMembers))
 
 	mux.Handle("GET /v1/accounts", a.authenticated(a.listAccounts))
 	mux.Handle("POST /v1/accounts", a.authenticated(a.idempotentFor(a.createAccount)))

@@ -24,6 +24,7 @@ var statusOf = map[string]int{
 	keyholder.CodeUnauthenticated:   http.StatusUnauthorized,
 	keyholder.CodeNotFound:          http.StatusNotFound,
 	keyholder.CodeInsufficientScope: http.StatusForbidden,
+	keyholder.CodeForbidden:         http.StatusForbidden,
 	keyholder.CodeUnprocessable:     http.StatusUnprocessableEntity,
 	keyholder.CodeCapabilityUsed:    http.StatusGone,
 	keyholder.CodeCapabilityExpired: http.StatusGone,

@@ -46,6 +46,7 @@ func NewServer(d Deps) http.Handler {
 		mux.HandleFunc("POST /v1/exchange", h.exchange)
 		mux.HandleFunc("DELETE /v1/credentials/{username}", h.deleteCredential)
 		mux.HandleFunc("GET /v1/accounts/{account_id}/pulls", h.pulls)
+		mux.HandleFunc("GET /v1/operator/accounts/{account_id}/pulls", h.staffPulls)
 		// The front takes every method (writes get the OCI DENIED) and every
 		// /v2 path, unclean ones included: it parses the escaped path itself.
 		mux.Handle("/v2/", d.Front)

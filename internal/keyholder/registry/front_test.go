@@ -213,6 +213,33 @@ func TestFront(t *testing.T) {
 			}
 		})
 
+		t.Run("StaffReadsPulls", func(t *testing.T) {
+			// The operator console's read: the same record for staff, and
+			// refusals for everyone else.
+			staff := p.KeyholderURL + "/v1/operator/accounts/" + c.AccountID + "/pulls"
+			var out struct {
+				Pulls []struct{ Tag, Credential string }
+			}
+			st, raw := p.Call("GET", staff, p.StaffToken, nil, &out)
+			if st != 200 || len(out.Pulls) != 2 || out.Pulls[0].Tag != "1.3.0" || out.Pulls[1].Tag != "1.2.0" || out.Pulls[1].Credential != cred.Username {
+				t.Errorf("staff: got %d %s, want the account's two pulls", st, raw)
+			}
+			for _, tt := range []struct {
+				name, url, token string
+				status           int
+				code             string
+			}{
+				{"ErrNotStaff", staff, c.Token, http.StatusForbidden, `"forbidden"`},
+				{"ErrNoToken", staff, "", http.StatusUnauthorized, `"unauthenticated"`},
+				{"ErrMalformedID", p.KeyholderURL + "/v1/operator/accounts/not-a-uuid/pulls", p.StaffToken, http.StatusNotFound, `"not_found"`},
+				{"UnknownAccountHasNone", p.KeyholderURL + "/v1/operator/accounts/6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d/pulls", p.StaffToken, http.StatusOK, `{"pulls":[]}`},
+			} {
+				if st, raw := p.Call("GET", tt.url, tt.token, nil, nil); st != tt.status || !strings.Contains(string(raw), tt.code) {
+					t.Errorf("%s: got %d %s, want %d %s", tt.name, st, raw, tt.status, tt.code)
+				}
+			}
+		})
+
 		t.Run("CranePull", func(t *testing.T) {
 			ref := p.KeyholderURL[len("http://"):] + "/platform:1.2.0"
 			img, err := crane.Pull(ref, crane.Insecure, crane.WithAuth(&authn.Basic{Username: cred.Username, Password: cred.Password}))

@@ -1,0 +1,67 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/identity"
+)
+
+// staffAccountBody is an account as staff read it: no role, since the
+// reader holds none in it.
+type staffAccountBody struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Slug      string    `json:"slug"`
+	Personal  bool      `json:"personal"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func (a *api) staffAccount(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	acc, err := a.svc.StaffAccount(r.Context(), p, r.PathValue("accountID"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]staffAccountBody{"account": {
+		acc.ID, acc.Name, acc.Slug, acc.Personal, acc.CreatedAt.UTC(), acc.UpdatedAt.UTC()}})
+}
+
+func (a *api) staffMembers(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	// Staff is checked before the query is read, so a customer learns
+	// nothing from a malformed cursor either.
+	if !p.User.Staff {
+		a.fail(w, r, identity.ErrNotStaff)
+		return
+	}
+	page, err := identity.ParsePage(r.URL.Query().Get("cursor"), r.URL.Query().Get("limit"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	members, next, err := a.svc.StaffMembers(r.Context(), p, r.PathValue("accountID"), page)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeMemberPage(w, members, next)
+}
+
+// writeMemberPage answers one page of memberships as both member lists do:
+// {members, next_cursor}, next_cursor null on the last page.
+func writeMemberPage(w http.ResponseWriter, members []identity.Membership, next *identity.Cursor) {
+	out := struct {
+		Members    []membershipBody `json:"members"`
+		NextCursor *string          `json:"next_cursor"`
+	}{Members: make([]membershipBody, len(members))}
+	for i, m := range members {
+		out.Members[i] = membershipOut(m)
+	}
+	if next != nil {
+		c := next.Encode()
+		out.NextCursor = &c
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,53 @@
+package parlor
+
+import (
+	"context"
+	"net/url"
+	"time"
+)
+
+// StaffAccount is an account as staff read it: no role, since staff hold
+// none in it.
+type StaffAccount struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Slug      string    `json:"slug"`
+	Personal  bool      `json:"personal"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// StaffAccount reads any account (staff only).
+func (c *Client) StaffAccount(ctx context.Context, token, id string) (StaffAccount, error) {
+	var out struct {
+		Account StaffAccount `json:"account"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/operator/accounts/"+url.PathEscape(id), nil, &out)
+	return out.Account, err
+}
+
+// StaffMembers reads one page of any account's members (staff only);
+// next is "" on the last page.
+func (c *Client) StaffMembers(ctx context.Context, token, id, cursor string) (members []Member, next string, err error) {
+	q := url.Values{"limit": {"200"}}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var out struct {
+		Members    []Member `json:"members"`
+		NextCursor *string  `json:"next_cursor"`
+	}
+	err = c.do(ctx, token, "GET", "/v1/operator/accounts/"+url.PathEscape(id)+"/members?"+q.Encode(), nil, &out)
+	if out.NextCursor != nil {
+		next = *out.NextCursor
+	}
+	return out.Members, next, err
+}
+
+// StaffPulls reads any account's latest pulls, newest first (staff only).
+func (c *Client) StaffPulls(ctx context.Context, token, id string) ([]Pull, error) {
+	var out struct {
+		Pulls []Pull `json:"pulls"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/operator/accounts/"+url.PathEscape(id)+"/pulls", nil, &out)
+	return out.Pulls, err
+}
