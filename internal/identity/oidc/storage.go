@@ -1,13 +1,14 @@
 // Package oidc is identity's OpenID Provider: zitadel/oidc's op package
 // over identity's own storage (identity.OIDCStore) and key set
-// (identity.KeyRing), plus the sign-in and consent pages of the
-// authorization endpoint.
+// (identity.KeyRing). The authorization endpoint's sign-in and consent
+// pages are the web app's (parlor); requests.go is their side here.
 package oidc
 
 import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"net/url"
 	"slices"
 	"time"
 
@@ -24,6 +25,8 @@ type storage struct {
 	store  identity.OIDCStore
 	keys   *identity.KeyRing
 	issuer string
+	// signIn is the web app's sign-in page of a request.
+	signIn string
 	now    func() time.Time
 }
 
@@ -58,7 +61,9 @@ func (c client) GrantTypes() []oidc.GrantType {
 	}
 	return out
 }
-func (c client) LoginURL(id string) string           { return c.loginURL + "?id=" + id }
+func (c client) LoginURL(id string) string {
+	return c.loginURL + "?authRequestID=" + url.QueryEscape(id)
+}
 func (c client) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeBearer }
 func (c client) IDTokenLifetime() time.Duration      { return time.Hour }
 
@@ -118,7 +123,7 @@ func (s *storage) GetClientByClientID(ctx context.Context, clientID string) (op.
 	if err != nil {
 		return nil, oidc.ErrServerError().WithParent(err)
 	}
-	return client{c: c, loginURL: s.issuer + LoginPath}, nil
+	return client{c: c, loginURL: s.signIn}, nil
 }
 
 func (s *storage) AuthorizeClientIDSecret(ctx context.Context, clientID, secret string) error {
