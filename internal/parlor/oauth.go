@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -23,10 +24,11 @@ const oauthCallbackPath = "/oauth2/authorize/callback"
 
 // OAuthRequest is an authorization request as the pages show it.
 type OAuthRequest struct {
-	ID         string    `json:"id"`
-	ClientName string    `json:"client_name"`
-	Scopes     []string  `json:"scopes"`
-	ExpiresAt  time.Time `json:"expires_at"`
+	ID          string    `json:"id"`
+	ClientName  string    `json:"client_name"`
+	Scopes      []string  `json:"scopes"`
+	RedirectURI string    `json:"redirect_uri"`
+	ExpiresAt   time.Time `json:"expires_at"`
 }
 
 // OAuthRequest loads an unanswered authorization request (no session
@@ -67,6 +69,8 @@ type oauthData struct {
 	Scopes []string
 	// Consent is this request's consent page, where sign-in leads.
 	Consent string
+	// Application is the origin of the request's redirect URI.
+	Application string
 }
 
 func consentPath(id string) string { return "/oauth/consent?authRequestID=" + url.QueryEscape(id) }
@@ -86,7 +90,7 @@ func (s *server) oauthRequest(w http.ResponseWriter, r *http.Request, id string,
 		s.oauthFailure(w, r, user, err)
 		return nil, false
 	}
-	d := &oauthData{ID: req.ID, Client: req.ClientName, Consent: consentPath(req.ID)}
+	d := &oauthData{ID: req.ID, Client: req.ClientName, Consent: consentPath(req.ID), Application: originOf(req.RedirectURI)}
 	for _, sc := range req.Scopes {
 		if words, ok := scopeWords[sc]; ok {
 			d.Scopes = append(d.Scopes, words)
@@ -177,6 +181,12 @@ func (s *server) oauthConsentForm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if d.Application != "" {
+		// The answer's redirects end at the application, and a browser
+		// holds a form's redirects to the page's form-action.
+		w.Header().Set("Content-Security-Policy",
+			strings.Replace(contentSecurityPolicy, "form-action 'self'", "form-action 'self' "+d.Application, 1))
+	}
 	s.render(w, r, http.StatusOK, "oauth_consent", &page{Title: "Allow " + d.Client, User: &sess.Me, Data: d})
 }
 
@@ -221,6 +231,19 @@ var oauthErrors = map[string]struct {
 	"expired":    {http.StatusNotFound, "This sign-in request has expired or was already used. Go back to the application and sign in again."},
 	"unanswered": {http.StatusBadRequest, "This sign-in was not finished. Go back to the application and sign in again."},
 	"browser":    {http.StatusForbidden, "This sign-in was finished in another browser window, or its link was changed, so it was stopped. Go back to the application and sign in again."},
+}
+
+// cspHost is a host[:port] safe to name in a policy.
+var cspHost = regexp.MustCompile(`^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$`)
+
+// originOf is an http(s) URL's origin as a policy source, "" for
+// anything else.
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || !cspHost.MatchString(u.Host) {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // oauthError is where identity's callback sends a browser it refuses.

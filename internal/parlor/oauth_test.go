@@ -101,6 +101,9 @@ func TestOAuthSignInAndConsentPages(t *testing.T) {
 			t.Fatalf("sign in: %d to %q, cookie %t", a.Status, a.location(), v.cookie != "")
 		}
 		page := v.get(a.location()).expect(t, http.StatusOK, "Allow Acme Shop?", rp.Email, "Know who you are", "See your email address")
+		if csp := page.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' http://127.0.0.1:9;") {
+			t.Errorf("consent page policy %q: the form's redirects must reach the application's origin and nothing else", csp)
+		}
 		if strings.Contains(page.Body, "See your name") {
 			t.Errorf("the consent page names a scope the application did not ask for")
 		}

@@ -36,7 +36,9 @@ import (
 // OpenID Provider's).
 type stack struct {
 	GatewayURL string
-	IdentityDB string
+	// IdentityURL is identity's own origin, its issuer.
+	IdentityURL string
+	IdentityDB  string
 	// MailboxURL is courier's local mailbox (GET /dev/mail.json), where
 	// identity's mail lands through its relay.
 	MailboxURL string
@@ -148,7 +150,7 @@ func startStack(t testing.TB) *stack {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return &stack{GatewayURL: gwURL, IdentityDB: identityDB, MailboxURL: courierURL + "/dev/mail.json"}
+	return &stack{GatewayURL: gwURL, IdentityURL: idURL, IdentityDB: identityDB, MailboxURL: courierURL + "/dev/mail.json"}
 }
 
 // makeStaff marks email as staff, as `platform identity staff add` does.

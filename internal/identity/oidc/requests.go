@@ -56,10 +56,13 @@ type requests struct {
 
 // requestView is what the web app shows of a request.
 type requestView struct {
-	ID         string    `json:"id"`
-	ClientName string    `json:"client_name"`
-	Scopes     []string  `json:"scopes"`
-	ExpiresAt  time.Time `json:"expires_at"`
+	ID         string   `json:"id"`
+	ClientName string   `json:"client_name"`
+	Scopes     []string `json:"scopes"`
+	// RedirectURI is where the answer ends (registered, matched
+	// exactly): the consent page's form may lead there.
+	RedirectURI string    `json:"redirect_uri"`
+	ExpiresAt   time.Time `json:"expires_at"`
 }
 
 const errRequestGone = "the sign-in request is unknown, expired or already answered"
@@ -100,7 +103,7 @@ func (q *requests) show(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	httpx.WriteJSON(w, http.StatusOK, requestView{ID: req.ID, ClientName: name, Scopes: req.Scopes, ExpiresAt: req.ExpiresAt})
+	httpx.WriteJSON(w, http.StatusOK, requestView{ID: req.ID, ClientName: name, Scopes: req.Scopes, RedirectURI: req.RedirectURI, ExpiresAt: req.ExpiresAt})
 }
 
 // answer binds the request to the caller's session, once: the first

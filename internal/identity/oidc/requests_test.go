@@ -45,13 +45,14 @@ func TestTheWebAppAnswersRequests(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			var v struct {
-				ClientName string `json:"client_name"`
-				Scopes     []string
+				ClientName  string `json:"client_name"`
+				RedirectURI string `json:"redirect_uri"`
+				Scopes      []string
 			}
 			if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
 				t.Fatalf("got %d (%v)", resp.StatusCode, err)
 			}
-			if v.ClientName != "Shop" || strings.Join(v.Scopes, " ") != "openid email profile offline_access accounts" {
+			if v.ClientName != "Shop" || v.RedirectURI != redirectURI || strings.Join(v.Scopes, " ") != "openid email profile offline_access accounts" {
 				t.Errorf("got %+v, want client Shop and the five scopes", v)
 			}
 		})
