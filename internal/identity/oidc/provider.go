@@ -79,6 +79,7 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("POST /oauth2/requests/{id}/allow", q.answer(true))
 	mux.HandleFunc("POST /oauth2/requests/{id}/deny", q.answer(false))
 	mux.HandleFunc(CallbackPath, q.callback)
+	mux.Handle("/oauth2/token", withClientMemo(provider))
 	mux.Handle("/", provider)
 	return mux, nil
 }
