@@ -58,14 +58,14 @@ func (a *application) connect(t *testing.T, issuer string, rp relyingParty) {
 		Scopes: []string{gooidc.ScopeOpenID, "email", "accounts"}}
 }
 
-func random() string {
+func randomHex() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
 func (a *application) login(w http.ResponseWriter, r *http.Request) {
-	state, verifier, nonce := random(), oauth2.GenerateVerifier(), random()
+	state, verifier, nonce := randomHex(), oauth2.GenerateVerifier(), randomHex()
 	a.mu.Lock()
 	a.pending[state] = [2]string{verifier, nonce}
 	a.mu.Unlock()
