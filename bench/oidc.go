@@ -133,12 +133,17 @@ func (b *bench) newOIDCBench(ctx context.Context) (*oidcBench, error) {
 	return &oidcBench{b: b, noFollow: &noFollow, clientID: c.ClientID, secret: c.ClientSecret, codes: make(chan string, 1<<20)}, nil
 }
 
+// settle is the rest after making codes: the database's checkpoint of
+// their writes is theirs, not the next stretch's.
+const settle = 500 * time.Millisecond
+
 // fill makes codes until the stock holds n, on a few goroutines.
 func (o *oidcBench) fill(ctx context.Context, n int) error {
 	need := n - len(o.codes)
 	if need <= 0 {
 		return nil
 	}
+	defer time.Sleep(settle)
 	var (
 		wg    sync.WaitGroup
 		left  atomic.Int64
