@@ -143,6 +143,8 @@ func TestRoutesOfSection7(t *testing.T) {
 		{"GET", "/.well-known/openid-configuration", true, "identity"},
 		{"POST", "/oauth2/token", true, "identity"},
 		{"GET", "/oauth2/userinfo", true, "identity"},
+		{"GET", "/oauth2/authorize/callback", true, "identity"},
+		{"POST", "/oauth2/requests/r1/allow", true, "identity"},
 		{"GET", "/v1/me/preferences", false, "courier"},
 		{"PUT", "/v1/me/preferences", false, "courier"},
 		{"GET", "/v1/accounts/a1/webhook_endpoints", false, "courier"},
@@ -156,6 +158,9 @@ func TestRoutesOfSection7(t *testing.T) {
 		{"GET", "/", true, "parlor"},
 		{"GET", "/accounts/a1/settings", true, "parlor"},
 		{"GET", "/static/app.css", true, "parlor"},
+		// The OpenID Provider's sign-in and consent pages are parlor's.
+		{"GET", "/oauth/sign-in", true, "parlor"},
+		{"POST", "/oauth/consent", true, "parlor"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+tt.path, func(t *testing.T) {

@@ -136,17 +136,19 @@ type OIDCStore interface {
 	// retired one revokes its family and answers ErrOIDCGrantReused.
 	// Errors: ErrOIDCGrantUnknown, ErrOIDCGrantReused.
 	OIDCRefreshToken(ctx context.Context, digest string) (OIDCToken, error)
-	// OIDCAccessToken returns a live access token of a live client.
+	// OIDCAccessToken returns a live access token of a live client and
+	// its user (not disabled), in one read: userinfo's whole lookup.
 	// Errors: ErrOIDCGrantUnknown.
-	OIDCAccessToken(ctx context.Context, id string) (OIDCToken, error)
+	OIDCAccessToken(ctx context.Context, id string) (OIDCToken, User, error)
 	// RevokeOIDCToken revokes clientID's access token id, or, for a
 	// refresh token, its whole family (the access tokens issued with it
 	// too). An unknown id is not an error (RFC 7009).
 	RevokeOIDCToken(ctx context.Context, id, clientID string) error
 	// RevokeOIDCUserClient revokes every token of userID for clientID.
 	RevokeOIDCUserClient(ctx context.Context, userID, clientID string) error
-	// OIDCUser returns a user and their accounts. Errors: ErrUserNotFound.
-	OIDCUser(ctx context.Context, userID string) (OIDCUser, error)
+	// OIDCUser returns a user and, withAccounts, their accounts (else
+	// none are read). Errors: ErrUserNotFound.
+	OIDCUser(ctx context.Context, userID string, withAccounts bool) (OIDCUser, error)
 }
 
 // RegisterOIDCClientInput is a registration request.

@@ -80,6 +80,13 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("GET /app/accounts/{id}/webhooks/{eid}/deliveries", s.authed(s.deliveries))
 	mux.Handle("POST /app/accounts/{id}/webhooks/{eid}/deliveries/{did}/retry", s.authed(s.retryDelivery))
 
+	// The OpenID Provider's sign-in and consent pages (oauth.go).
+	mux.HandleFunc("GET /oauth/sign-in", s.oauthSignInForm)
+	mux.HandleFunc("POST /oauth/sign-in", s.oauthSignIn)
+	mux.HandleFunc("GET /oauth/consent", s.oauthConsentForm)
+	mux.HandleFunc("POST /oauth/consent", s.oauthConsent)
+	mux.HandleFunc("GET /oauth/error", s.oauthError)
+
 	mux.Handle("GET /operator", s.staffOnly(s.operatorHome))
 	mux.Handle("GET /operator/users", s.staffOnly(s.operatorUsers))
 	mux.Handle("GET /operator/accounts", s.staffOnly(s.operatorAccountLookup))

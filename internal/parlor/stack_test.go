@@ -30,10 +30,15 @@ import (
 )
 
 // stack is the real platform behind parlor: identity, box and the gateway
-// on SQLite in a temporary directory, each on its own loopback port.
+// on SQLite in a temporary directory, each on its own loopback port. The
+// gateway also serves a parlor of its own at its origin, as in `platform
+// dev`, for the flows that cross between the pages and the API (the
+// OpenID Provider's).
 type stack struct {
 	GatewayURL string
-	IdentityDB string
+	// IdentityURL is identity's own origin, its issuer.
+	IdentityURL string
+	IdentityDB  string
 	// MailboxURL is courier's local mailbox (GET /dev/mail.json), where
 	// identity's mail lands through its relay.
 	MailboxURL string
@@ -70,6 +75,7 @@ func startStack(t testing.TB) *stack {
 	boxLn, boxURL := listen(t)
 	gwLn, gwURL := listen(t)
 	courierLn, courierURL := listen(t)
+	parlorLn, parlorURL := listen(t)
 	courierDB := "sqlite:" + filepath.Join(dir, "courier.db")
 	if err := couriercmd.Migrate(ctx, courierDB); err != nil {
 		t.Fatal(err)
@@ -100,13 +106,20 @@ func startStack(t testing.TB) *stack {
 	}
 	var gwCfg gatewaycmd.Config
 	if err := config.Load(ctx, envOf(map[string]string{
-		"IDENTITY_URL": idURL, "IDENTITY_ISSUER": idURL, "BOX_URL": boxURL,
+		"IDENTITY_URL": idURL, "IDENTITY_ISSUER": idURL, "BOX_URL": boxURL, "PARLOR_URL": parlorURL,
 		// Every test request reaches the gateway from parlor's one address.
 		"GATEWAY_RATE_LIMIT": "100000",
 	}), &gwCfg); err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
+	pages, err := parlor.New(parlor.Deps{API: parlor.NewClient(gwURL, 5*time.Second), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parlorSrv := &http.Server{Handler: pages, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = parlorSrv.Serve(parlorLn) }()
+	t.Cleanup(func() { _ = parlorSrv.Close() })
 	var wg sync.WaitGroup
 	for _, serve := range []func() error{
 		func() error { return identitycmd.Serve(ctx, idCfg, logger, idLn) },
@@ -137,7 +150,7 @@ func startStack(t testing.TB) *stack {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return &stack{GatewayURL: gwURL, IdentityDB: identityDB, MailboxURL: courierURL + "/dev/mail.json"}
+	return &stack{GatewayURL: gwURL, IdentityURL: idURL, IdentityDB: identityDB, MailboxURL: courierURL + "/dev/mail.json"}
 }
 
 // makeStaff marks email as staff, as `platform identity staff add` does.

@@ -202,7 +202,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		startMailRelay(ctx, cfg, db, svc, logger)
 		deps.Service = svc
 		deps.OIDCStore = sqlstore.New(db)
-		if deps.OIDC, err = oidc.New(oidc.Config{Issuer: cfg.Issuer, Service: svc, Store: deps.OIDCStore, MasterKey: cfg.MasterKey, Now: db.Now, Logger: logger}); err != nil {
+		if deps.OIDC, err = oidc.New(oidc.Config{Issuer: cfg.Issuer, PublicURL: cfg.PublicURL, Service: svc, Store: deps.OIDCStore, MasterKey: cfg.MasterKey, Now: db.Now, Logger: logger}); err != nil {
 			return fmt.Errorf("OpenID Provider: %w", err)
 		}
 		deps.Idempotency = idempotency.New(db, cfg.MasterKey)

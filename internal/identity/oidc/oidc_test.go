@@ -9,7 +9,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +52,7 @@ type world struct {
 func newWorld(t *testing.T, engine sqldb.Engine) *world {
 	t.Helper()
 	env := identitytest.New(t, engine, identitytest.Config{})
-	h, err := oidc.New(oidc.Config{Issuer: identitytest.Issuer, Service: env.Service, Store: env.Store, MasterKey: env.MasterKey, Now: env.Clock.Now})
+	h, err := oidc.New(oidc.Config{Issuer: identitytest.Issuer, PublicURL: webApp, Service: env.Service, Store: env.Store, MasterKey: env.MasterKey, Now: env.Clock.Now})
 	if err != nil {
 		t.Fatalf("provider: %v", err)
 	}
@@ -107,35 +106,85 @@ func (w *world) browser(t *testing.T) *http.Client {
 	}}
 }
 
-var idField = regexp.MustCompile(`name="id" value="([^"]+)"`)
+// webApp is where the provider sends the browser to sign in: the test
+// plays the web app's part through the provider's request endpoints.
+const webApp = "http://web.test"
 
-// signIn drives the sign-in and consent pages from authURL and returns
-// the redirect to the client.
-func (w *world) signIn(t *testing.T, authURL string) *url.URL {
+// authorize starts a flow in browser b and returns the request's id from
+// the redirect to the web app's sign-in page.
+func (w *world) authorize(t *testing.T, b *http.Client, authURL string) string {
 	t.Helper()
-	b := w.browser(t)
-	page := get(t, b, authURL, http.StatusOK)
-	m := idField.FindStringSubmatch(page)
-	if m == nil {
-		t.Fatalf("no sign-in form in %q", page)
+	resp, err := b.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
 	}
-	page = post(t, b, identitytest.Issuer+oidc.LoginPath, url.Values{"id": {m[1]}, "email": {w.email}, "password": {identitytest.Password}}, http.StatusOK)
-	if !strings.Contains(page, "Allow") {
-		t.Fatalf("consent page: got %q", page)
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || resp.StatusCode != http.StatusFound || loc.Scheme+"://"+loc.Host+loc.Path != webApp+oidc.SignInPath {
+		t.Fatalf("authorize: got %d to %q, want a redirect to the web app's sign-in page", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	resp, err := b.PostForm(identitytest.Issuer+oidc.ConsentPath, url.Values{"id": {m[1]}, "decision": {"allow"}})
+	return loc.Query().Get("authRequestID")
+}
+
+// session signs the user in with identity's API, as the web app does.
+func (w *world) session(t *testing.T) string {
+	t.Helper()
+	token, _, err := w.env.Service.Login(context.Background(), w.email, identitytest.Password)
+	if err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	return token
+}
+
+// answer posts the web app's allow or deny for request id with token and
+// returns the status and the answer's redirect_to.
+func (w *world) answer(t *testing.T, id, decision, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, identitytest.Issuer+"/oauth2/requests/"+id+"/"+decision, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := w.rp.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		RedirectTo string `json:"redirect_to"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out.RedirectTo
+}
+
+// follow opens u in browser b and returns where it is redirected.
+func follow(t *testing.T, b *http.Client, u string) *url.URL {
+	t.Helper()
+	resp, err := b.Get(u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusFound && resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("after consent: got status %d, want a redirect to the client", resp.StatusCode)
+		t.Fatalf("GET %s: got status %d, want a redirect", u, resp.StatusCode)
 	}
 	loc, err := url.Parse(resp.Header.Get("Location"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return loc
+}
+
+// signIn runs the flow from authURL as the web app does (sign in,
+// allow) and returns the callback's redirect to the client.
+func (w *world) signIn(t *testing.T, authURL string) *url.URL {
+	t.Helper()
+	b := w.browser(t)
+	id := w.authorize(t, b, authURL)
+	status, next := w.answer(t, id, "allow", w.session(t))
+	if status != http.StatusOK || !strings.HasPrefix(next, identitytest.Issuer+oidc.CallbackPath+"?") {
+		t.Fatalf("allow: got %d %q, want 200 and the callback", status, next)
+	}
+	return follow(t, b, next)
 }
 
 func get(t *testing.T, c *http.Client, u string, want int) string {

@@ -12,21 +12,15 @@ import (
 	"github.com/platformco/platform/internal/identity"
 )
 
-// The provider's paths under identity's origin (operations.md §7: the
-// gateway sends /.well-known/openid-configuration and /oauth2/… here).
-const (
-	LoginPath   = "/oauth2/login"
-	ConsentPath = "/oauth2/consent"
-	// callbackPath is op's: the authorization endpoint plus /callback.
-	callbackPath = "/oauth2/authorize/callback"
-)
-
 // Config is what the provider needs.
 type Config struct {
 	// Issuer is identity's issuer, the same as its session tokens'.
-	Issuer  string
-	Service *identity.Service
-	Store   identity.OIDCStore
+	Issuer string
+	// PublicURL is the web app's origin (IDENTITY_PUBLIC_URL), which
+	// serves the sign-in and consent pages; empty means the issuer.
+	PublicURL string
+	Service   *identity.Service
+	Store     identity.OIDCStore
 	// MasterKey (IDENTITY_MASTER_KEY) derives the key sealing access
 	// tokens (op's opaque "id:subject" tokens).
 	MasterKey []byte
@@ -42,9 +36,13 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.Now = time.Now
 	}
 	issuer := strings.TrimRight(cfg.Issuer, "/")
-	st := &storage{store: cfg.Store, keys: cfg.Service.Keys(), issuer: issuer, now: cfg.Now}
+	publicURL := strings.TrimRight(cfg.PublicURL, "/")
+	if publicURL == "" {
+		publicURL = issuer
+	}
+	st := &storage{store: cfg.Store, keys: cfg.Service.Keys(), issuer: issuer, signIn: publicURL + SignInPath, now: cfg.Now}
 	conf := &op.Config{
-		CryptoKey:             sha256.Sum256(append([]byte("identity oidc access tokens\x00"), cfg.MasterKey...)),
+		CryptoKey:             [32]byte(derive("identity oidc access tokens", cfg.MasterKey)),
 		CodeMethodS256:        true,
 		AuthMethodPost:        true,
 		GrantTypeRefreshToken: true,
@@ -72,12 +70,22 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pages{svc: cfg.Service, store: cfg.Store, issuer: issuer, secureCookie: strings.HasPrefix(issuer, "https://"), log: cfg.Logger}
+	q := &requests{
+		svc: cfg.Service, store: cfg.Store, issuer: issuer, publicURL: publicURL, provider: provider, log: cfg.Logger,
+		key: derive("identity oidc callback", cfg.MasterKey),
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+LoginPath, p.login)
-	mux.HandleFunc("POST "+LoginPath, p.signIn)
-	mux.HandleFunc("GET "+ConsentPath, p.consent)
-	mux.HandleFunc("POST "+ConsentPath, p.decide)
+	mux.HandleFunc("GET /oauth2/requests/{id}", q.show)
+	mux.HandleFunc("POST /oauth2/requests/{id}/allow", q.answer(true))
+	mux.HandleFunc("POST /oauth2/requests/{id}/deny", q.answer(false))
+	mux.HandleFunc(CallbackPath, q.callback)
+	mux.Handle("/oauth2/token", withClientMemo(provider))
 	mux.Handle("/", provider)
 	return mux, nil
+}
+
+// derive is a key of its own for purpose from the master key.
+func derive(purpose string, master []byte) []byte {
+	k := sha256.Sum256(append([]byte(purpose+"\x00"), master...))
+	return k[:]
 }

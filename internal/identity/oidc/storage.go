@@ -1,13 +1,15 @@
 // Package oidc is identity's OpenID Provider: zitadel/oidc's op package
 // over identity's own storage (identity.OIDCStore) and key set
-// (identity.KeyRing), plus the sign-in and consent pages of the
-// authorization endpoint.
+// (identity.KeyRing). The authorization endpoint's sign-in and consent
+// pages are the web app's (parlor); requests.go is their side here.
 package oidc
 
 import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
@@ -24,6 +26,8 @@ type storage struct {
 	store  identity.OIDCStore
 	keys   *identity.KeyRing
 	issuer string
+	// signIn is the web app's sign-in page of a request.
+	signIn string
 	now    func() time.Time
 }
 
@@ -58,7 +62,9 @@ func (c client) GrantTypes() []oidc.GrantType {
 	}
 	return out
 }
-func (c client) LoginURL(id string) string           { return c.loginURL + "?id=" + id }
+func (c client) LoginURL(id string) string {
+	return c.loginURL + "?authRequestID=" + url.QueryEscape(id)
+}
 func (c client) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeBearer }
 func (c client) IDTokenLifetime() time.Duration      { return time.Hour }
 
@@ -110,19 +116,50 @@ func (r *refreshRequest) GetScopes() []string         { return r.t.Scopes }
 func (r *refreshRequest) GetSubject() string          { return r.t.UserID }
 func (r *refreshRequest) SetCurrentScopes(s []string) { r.t.Scopes = s }
 
+// clientMemoKey carries one request's memo of the client it read: op
+// looks the client up twice in a code exchange (its registration, then
+// its secret), and the second read would only repeat the first.
+type clientMemoKey struct{}
+
+type clientMemo struct {
+	c      identity.OIDCClient
+	digest string
+	ok     bool
+}
+
+// withClientMemo gives each request of h a memo of its own.
+func withClientMemo(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientMemoKey{}, &clientMemo{})))
+	})
+}
+
+// client reads a client once per request.
+func (s *storage) client(ctx context.Context, clientID string) (identity.OIDCClient, string, error) {
+	m, _ := ctx.Value(clientMemoKey{}).(*clientMemo)
+	if m != nil && m.ok && m.c.ID == clientID {
+		return m.c, m.digest, nil
+	}
+	c, digest, err := s.store.OIDCClient(ctx, clientID)
+	if m != nil && err == nil {
+		m.c, m.digest, m.ok = c, digest, true
+	}
+	return c, digest, err
+}
+
 func (s *storage) GetClientByClientID(ctx context.Context, clientID string) (op.Client, error) {
-	c, _, err := s.store.OIDCClient(ctx, clientID)
+	c, _, err := s.client(ctx, clientID)
 	if errors.Is(err, identity.ErrOIDCClientNotFound) || (err == nil && c.RevokedAt != nil) {
 		return nil, oidc.ErrInvalidClient().WithDescription("unknown client")
 	}
 	if err != nil {
 		return nil, oidc.ErrServerError().WithParent(err)
 	}
-	return client{c: c, loginURL: s.issuer + LoginPath}, nil
+	return client{c: c, loginURL: s.signIn}, nil
 }
 
 func (s *storage) AuthorizeClientIDSecret(ctx context.Context, clientID, secret string) error {
-	c, digest, err := s.store.OIDCClient(ctx, clientID)
+	c, digest, err := s.client(ctx, clientID)
 	if errors.Is(err, identity.ErrOIDCClientNotFound) {
 		return errors.New("unknown client")
 	}
@@ -315,30 +352,30 @@ func (s *storage) KeySet(context.Context) ([]op.Key, error) {
 // ones: only the accounts claim reaches it (the userinfo scopes are
 // served by the userinfo endpoint).
 func (s *storage) SetUserinfoFromScopes(ctx context.Context, info *oidc.UserInfo, userID, _ string, scopes []string) error {
-	return s.fill(ctx, info, userID, scopes)
+	return s.fillUser(ctx, info, userID, scopes)
 }
 
 func (s *storage) SetUserinfoFromRequest(ctx context.Context, info *oidc.UserInfo, req op.IDTokenRequest, scopes []string) error {
-	return s.fill(ctx, info, req.GetSubject(), scopes)
+	return s.fillUser(ctx, info, req.GetSubject(), scopes)
 }
 
 func (s *storage) SetUserinfoFromToken(ctx context.Context, info *oidc.UserInfo, tokenID, subject, _ string) error {
-	t, err := s.store.OIDCAccessToken(ctx, tokenID)
+	t, u, err := s.store.OIDCAccessToken(ctx, tokenID)
 	if err != nil || t.UserID != subject {
 		return errors.New("the access token is not active")
 	}
-	return s.fill(ctx, info, t.UserID, t.Scopes)
+	return s.fill(ctx, info, u, t.Scopes)
 }
 
 // SetIntrospectionFromToken answers only the client the token was issued
 // to; for anyone else the token is inactive.
 func (s *storage) SetIntrospectionFromToken(ctx context.Context, resp *oidc.IntrospectionResponse, tokenID, subject, clientID string) error {
-	t, err := s.store.OIDCAccessToken(ctx, tokenID)
+	t, u, err := s.store.OIDCAccessToken(ctx, tokenID)
 	if err != nil || t.UserID != subject || t.ClientID != clientID {
 		return errors.New("the access token is not active")
 	}
 	var info oidc.UserInfo
-	if err := s.fill(ctx, &info, t.UserID, t.Scopes); err != nil {
+	if err := s.fill(ctx, &info, u, t.Scopes); err != nil {
 		return err
 	}
 	resp.SetUserInfo(&info)
@@ -353,13 +390,30 @@ func (s *storage) SetIntrospectionFromToken(ctx context.Context, resp *oidc.Intr
 	return nil
 }
 
-// fill sets the claims scopes grant. Errors: the user is gone or disabled.
-func (s *storage) fill(ctx context.Context, info *oidc.UserInfo, userID string, scopes []string) error {
-	u, err := s.store.OIDCUser(ctx, userID)
+// fillUser loads the user (with their accounts only when a scope asks
+// for them) and fills the claims. Errors: the user is gone or disabled.
+func (s *storage) fillUser(ctx context.Context, info *oidc.UserInfo, userID string, scopes []string) error {
+	u, err := s.store.OIDCUser(ctx, userID, slices.Contains(scopes, ScopeAccounts))
 	if err != nil {
 		return err
 	}
 	info.Subject = u.User.ID
+	s.claims(info, u, scopes)
+	return nil
+}
+
+// fill sets the claims scopes grant for user u, reading their accounts
+// only when a scope asks for them.
+func (s *storage) fill(ctx context.Context, info *oidc.UserInfo, u identity.User, scopes []string) error {
+	if slices.Contains(scopes, ScopeAccounts) {
+		return s.fillUser(ctx, info, u.ID, scopes)
+	}
+	info.Subject = u.ID
+	s.claims(info, identity.OIDCUser{User: u}, scopes)
+	return nil
+}
+
+func (s *storage) claims(info *oidc.UserInfo, u identity.OIDCUser, scopes []string) {
 	for _, sc := range scopes {
 		switch sc {
 		case oidc.ScopeEmail:
@@ -375,7 +429,6 @@ func (s *storage) fill(ctx context.Context, info *oidc.UserInfo, userID string, 
 			info.AppendClaims("accounts", accounts)
 		}
 	}
-	return nil
 }
 
 // ScopeAccounts asks for the accounts claim: the user's account ids and

@@ -369,15 +369,18 @@ func (s *Store) OIDCRefreshToken(ctx context.Context, digest string) (identity.O
 }
 
 // OIDCAccessToken implements identity.OIDCStore.
-func (s *Store) OIDCAccessToken(ctx context.Context, id string) (identity.OIDCToken, error) {
+func (s *Store) OIDCAccessToken(ctx context.Context, id string) (identity.OIDCToken, identity.User, error) {
+	var u identity.User
 	if !ids.Valid(id) {
-		return identity.OIDCToken{}, identity.ErrOIDCGrantUnknown
+		return identity.OIDCToken{}, u, identity.ErrOIDCGrantUnknown
 	}
-	return scanOIDCToken(s.db.QueryRow(ctx, `
-		SELECT `+oidcTokenColumns+`
-		FROM oidc_tokens t JOIN oidc_clients c ON c.id = t.client_id
-		WHERE t.id = $1 AND t.kind = 'access' AND t.revoked_at IS NULL AND c.revoked_at IS NULL AND t.expires_at > $2`,
-		id, sqldb.Timestamp(s.db.Now())))
+	t, err := scanOIDCToken(s.db.QueryRow(ctx, `
+		SELECT `+oidcTokenColumns+`, u.id, u.email, u.display_name, u.staff, u.created_at
+		FROM oidc_tokens t JOIN oidc_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
+		WHERE t.id = $1 AND t.kind = 'access' AND t.revoked_at IS NULL AND c.revoked_at IS NULL AND t.expires_at > $2
+		AND u.disabled_at IS NULL`,
+		id, sqldb.Timestamp(s.db.Now())), &u.ID, &u.Email, &u.DisplayName, &u.Staff, &u.CreatedAt)
+	return t, u, err
 }
 
 // RevokeOIDCToken implements identity.OIDCStore.
@@ -408,7 +411,7 @@ func (s *Store) RevokeOIDCUserClient(ctx context.Context, userID, clientID strin
 }
 
 // OIDCUser implements identity.OIDCStore.
-func (s *Store) OIDCUser(ctx context.Context, userID string) (identity.OIDCUser, error) {
+func (s *Store) OIDCUser(ctx context.Context, userID string, withAccounts bool) (identity.OIDCUser, error) {
 	var u identity.OIDCUser
 	if !ids.Valid(userID) {
 		return u, identity.ErrUserNotFound
@@ -418,7 +421,7 @@ func (s *Store) OIDCUser(ctx context.Context, userID string) (identity.OIDCUser,
 	if errors.Is(err, sql.ErrNoRows) {
 		return u, identity.ErrUserNotFound
 	}
-	if err != nil {
+	if err != nil || !withAccounts {
 		return u, err
 	}
 	rows, err := s.db.Query(ctx, `

@@ -1,0 +1,198 @@
+package oidc
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/identity"
+	"github.com/platformco/platform/internal/ids"
+)
+
+// The web app (parlor) serves the authorization endpoint's pages: the
+// provider sends the browser to SignInPath with the request's id, the
+// app signs the user in with identity's own API (MFA step included), and
+// answers the request through these endpoints with the user's session:
+//
+//	GET  /oauth2/requests/{id}        the client's name and the scopes
+//	POST /oauth2/requests/{id}/allow  bind the request to the session's user, consented
+//	POST /oauth2/requests/{id}/deny   bind it, refused
+//
+// The answer is a one-time redirect back to the provider's callback,
+// carrying a key only the session that answered could have been given.
+const (
+	// SignInPath is the web app's sign-in page of an authorization request.
+	SignInPath = "/oauth/sign-in"
+	// ErrorPath is the web app's page for a request the callback refuses.
+	ErrorPath = "/oauth/error"
+	// CallbackPath is op's: the authorization endpoint plus /callback.
+	CallbackPath = "/oauth2/authorize/callback"
+)
+
+// requests serves the web app's side of an authorization request and
+// guards the callback.
+type requests struct {
+	svc       *identity.Service
+	store     identity.OIDCStore
+	issuer    string
+	publicURL string
+	// key signs the callback's binding of a request to the session that
+	// answered it.
+	key      []byte
+	provider *op.Provider
+	log      *slog.Logger
+}
+
+// requestView is what the web app shows of a request.
+type requestView struct {
+	ID         string   `json:"id"`
+	ClientName string   `json:"client_name"`
+	Scopes     []string `json:"scopes"`
+	// RedirectURI is where the answer ends (registered, matched
+	// exactly): the consent page's form may lead there.
+	RedirectURI string    `json:"redirect_uri"`
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
+const errRequestGone = "the sign-in request is unknown, expired or already answered"
+
+// open loads a request nobody has answered yet, of a client still
+// honoured.
+func (q *requests) open(r *http.Request, id string) (identity.OIDCAuthRequest, string, error) {
+	if !ids.Valid(id) {
+		return identity.OIDCAuthRequest{}, "", identity.ErrOIDCGrantUnknown
+	}
+	req, err := q.store.OIDCAuthRequest(r.Context(), id)
+	if err != nil {
+		return req, "", err
+	}
+	if req.UserID != "" {
+		return req, "", identity.ErrOIDCGrantUnknown
+	}
+	c, _, err := q.store.OIDCClient(r.Context(), req.ClientID)
+	if errors.Is(err, identity.ErrOIDCClientNotFound) || (err == nil && c.RevokedAt != nil) {
+		return req, "", identity.ErrOIDCGrantUnknown
+	}
+	return req, c.Name, err
+}
+
+func (q *requests) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, identity.ErrOIDCGrantUnknown) {
+		httpx.WriteProblem(w, r, http.StatusNotFound, identity.CodeNotFound, errRequestGone, nil)
+		return
+	}
+	q.log.ErrorContext(r.Context(), "oidc request", "err", err)
+	httpx.WriteProblem(w, r, http.StatusServiceUnavailable, "unavailable", "the provider cannot answer now; retry", nil)
+}
+
+func (q *requests) show(w http.ResponseWriter, r *http.Request) {
+	req, name, err := q.open(r, r.PathValue("id"))
+	if err != nil {
+		q.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, requestView{ID: req.ID, ClientName: name, Scopes: req.Scopes, RedirectURI: req.RedirectURI, ExpiresAt: req.ExpiresAt})
+}
+
+// answer binds the request to the caller's session, once: the first
+// answer wins and every later one finds the request gone.
+func (q *requests) answer(allow bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") {
+			token = ""
+		}
+		p, err := q.svc.Authenticate(r.Context(), strings.TrimSpace(token), "")
+		if err == nil && (p.APIKey != nil || p.SessionID == "") {
+			// Only a person's session signs in to an application.
+			err = identity.ErrUnauthorized
+		}
+		if err != nil {
+			writeAuthFailure(w, r, q.log, err)
+			return
+		}
+		req, _, err := q.open(r, r.PathValue("id"))
+		if err == nil {
+			err = q.store.SignInOIDCAuthRequest(r.Context(), req.ID, p.User.ID, p.SessionID)
+		}
+		if err == nil && allow {
+			// Fails when another session answered in between: the
+			// request is then bound to that one.
+			err = q.store.ConsentOIDCAuthRequest(r.Context(), req.ID, p.User.ID)
+		}
+		if err != nil {
+			q.fail(w, r, err)
+			return
+		}
+		v := url.Values{"id": {req.ID}, "k": {q.mac(allow, req.ID, p.SessionID)}}
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"redirect_to": q.issuer + CallbackPath + "?" + v.Encode()})
+	}
+}
+
+func writeAuthFailure(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	switch {
+	case errs.Code(err) == identity.CodeUnauthorized:
+		httpx.WriteProblem(w, r, http.StatusUnauthorized, identity.CodeUnauthorized, "a valid session is required", nil)
+	default:
+		log.ErrorContext(r.Context(), "oidc request: authenticate", "err", err)
+		httpx.WriteProblem(w, r, http.StatusServiceUnavailable, "unavailable", "the provider cannot answer now; retry", nil)
+	}
+}
+
+// mac binds a request's answer to the session that gave it.
+func (q *requests) mac(allow bool, id, sessionID string) string {
+	m := hmac.New(sha256.New, q.key)
+	decision := "deny"
+	if allow {
+		decision = "allow"
+	}
+	m.Write([]byte(decision + "\x00" + id + "\x00" + sessionID))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// callback replaces op's: it lets through only the browser the answer
+// was given to (the key), then issues the code (op's own callback) or
+// sends the client access_denied. Anything else goes to the web app's
+// error page, never to the client.
+func (q *requests) callback(w http.ResponseWriter, r *http.Request) {
+	id, k := r.URL.Query().Get("id"), r.URL.Query().Get("k")
+	var (
+		req identity.OIDCAuthRequest
+		err error = identity.ErrOIDCGrantUnknown
+	)
+	if ids.Valid(id) {
+		req, err = q.store.OIDCAuthRequest(r.Context(), id)
+	}
+	switch {
+	case errors.Is(err, identity.ErrOIDCGrantUnknown):
+		q.refuse(w, r, "expired")
+	case err != nil:
+		q.log.ErrorContext(r.Context(), "oidc callback", "err", err)
+		q.refuse(w, r, "unavailable")
+	case req.UserID == "":
+		q.refuse(w, r, "unanswered")
+	case req.Done && hmac.Equal([]byte(k), []byte(q.mac(true, req.ID, req.SessionID))):
+		op.AuthorizeCallback(w, r, q.provider)
+	case !req.Done && hmac.Equal([]byte(k), []byte(q.mac(false, req.ID, req.SessionID))):
+		op.AuthRequestError(w, r, authRequest{req}, oidc.ErrAccessDenied().WithDescription("the user did not allow the request"), q.provider)
+	default:
+		q.refuse(w, r, "browser")
+	}
+}
+
+func (q *requests) refuse(w http.ResponseWriter, r *http.Request, reason string) {
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, q.publicURL+ErrorPath+"?reason="+reason, http.StatusSeeOther)
+}
