@@ -248,7 +248,9 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 
+	ctx, endSpan := c.startSpan(ctx, msg, env)
 	err = c.applyInProgress(ctx, msg, env)
+	endSpan(err)
 	var perm permanentError
 	switch {
 	case err == nil:
