@@ -119,3 +119,9 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// NewTracing starts service's spans with tp, for tests and harnesses that
+// bring their own provider (StartTracing builds the OTLP one).
+func NewTracing(service string, tp trace.TracerProvider) *Tracing {
+	return &Tracing{service: service, tracer: tp.Tracer(instrumentation)}
+}

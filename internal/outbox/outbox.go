@@ -116,6 +116,9 @@ type Options struct {
 	// published, failed attempts, rows parked (package observe counts
 	// them for the publish rate).
 	Counted func(published, failed, parked int)
+	// TracerProvider starts the publish spans (default: OpenTelemetry's
+	// global provider, which observe.StartTracing installs).
+	TracerProvider trace.TracerProvider
 
 	// claimed sees the seqs of every committed claim. Tests use it to check
 	// that claims are disjoint.
@@ -472,7 +475,11 @@ func (p *Publisher) claim(ctx context.Context, after int64) (*batch, error) {
 // retrying cannot mend it). It reports whether the connection refused a
 // message outright.
 func (p *Publisher) publish(b *batch) (refused bool) {
-	tracer := otel.GetTracerProvider().Tracer(instrumentation)
+	tp := p.opts.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	tracer := tp.Tracer(instrumentation)
 	for _, r := range b.rows {
 		if err := r.env.Validate(); err != nil {
 			r.err = permanent{err}

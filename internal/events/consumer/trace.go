@@ -28,7 +28,11 @@ func (c *Consumer) startSpan(ctx context.Context, msg jetstream.Msg, env events.
 		return ctx, func(error) {}
 	}
 	ctx = propagation.TraceContext{}.Extract(ctx, events.HeaderCarrier(h))
-	ctx, span := otel.GetTracerProvider().Tracer(instrumentation).Start(ctx, "consume "+env.Type,
+	tp := c.cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	ctx, span := tp.Tracer(instrumentation).Start(ctx, "consume "+env.Type,
 		trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(
 			attribute.String("messaging.system", "nats"),
