@@ -12,7 +12,6 @@ import (
 	"github.com/platformco/platform/internal/events"
 )
 
-
 const instrumentation = "github.com/platformco/platform/internal/outbox"
 
 // propagator is W3C trace context, as every service speaks it.
