@@ -42,7 +42,10 @@ func (b *bench) observed(ctx context.Context) (*Scenario, error) {
 	env["PORT"] = strconv.Itoa(port)
 	env["METRICS_ADDR"] = metricsAddr
 	env["OTEL_EXPORTER_OTLP_ENDPOINT"] = recv.url
-	// The plain instance's log level, so only the observability differs.
+	if b.cfg.pprofBase > 0 {
+		// After identity's, box's and the gateway's.
+		env["DEBUG_ADDR"] = "127.0.0.1:" + strconv.Itoa(b.cfg.pprofBase+3)
+	}
 	traced, err := startService(ctx, "identity-observed", port, filepath.Join(b.dir, "identity-observed.log"), b.p.bin, env, "identity", "serve")
 	if err != nil {
 		return nil, err

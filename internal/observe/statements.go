@@ -51,14 +51,16 @@ type statements struct {
 type operation struct {
 	observer prometheus.Observer
 	span     string
-	attr     attribute.KeyValue
+	// start are the span's options, built once per operation.
+	start []trace.SpanStartOption
 }
 
 func (s *statements) operation(name string) *operation {
 	if op, ok := s.ops.Load(name); ok {
 		return op.(*operation)
 	}
-	op := &operation{span: "db " + name, attr: attribute.String("db.operation.name", name)}
+	op := &operation{span: "db " + name, start: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(s.system, attribute.String("db.operation.name", name))}}
 	if s.duration != nil {
 		op.observer = s.duration.WithLabelValues(name)
 	}
@@ -73,8 +75,7 @@ func (s *statements) Start(ctx context.Context, name string) (context.Context, f
 	// Only inside a trace: the background loops' polling (outbox claims,
 	// send loops) would otherwise each start a trace of one span.
 	if s.tracer != nil && trace.SpanContextFromContext(ctx).IsValid() {
-		ctx, span = s.tracer.Start(ctx, op.span, trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(s.system, op.attr))
+		ctx, span = s.tracer.Start(ctx, op.span, op.start...)
 	}
 	return ctx, func(err error) {
 		if op.observer != nil {
