@@ -39,7 +39,7 @@ import (
 )
 
 // scenarioNames are the scenarios `--scenario all` runs, in order.
-var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "oidc"}
+var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "oidc", "observe"}
 
 type config struct {
 	engine      string
@@ -249,6 +249,8 @@ func run(ctx context.Context, cfg config) (bool, error) {
 			res, err = b.outbox(ctx)
 		case "oidc":
 			res, err = b.oidc(ctx)
+		case "observe":
+			res, err = b.observed(ctx)
 		case "soak":
 			res, err = b.soak(ctx)
 		}

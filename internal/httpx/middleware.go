@@ -53,8 +53,13 @@ func Observe(logger *slog.Logger, internal http.HandlerFunc) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
-			trace := TraceFromRequest(r)
-			r = r.WithContext(WithTrace(r.Context(), trace))
+			// A tracing middleware in front has already set the request's
+			// trace context to its span's.
+			trace, ok := TraceIn(r.Context())
+			if !ok {
+				trace = TraceFromRequest(r)
+				r = r.WithContext(WithTrace(r.Context(), trace))
+			}
 			rec := &statusRecorder{ResponseWriter: w}
 			defer func() {
 				if p := recover(); p != nil {

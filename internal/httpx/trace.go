@@ -38,6 +38,12 @@ func TraceFrom(ctx context.Context) Trace {
 	return newTrace()
 }
 
+// TraceIn returns the trace context ctx carries, if any.
+func TraceIn(ctx context.Context) (Trace, bool) {
+	t, ok := ctx.Value(traceKey{}).(Trace)
+	return t, ok
+}
+
 // WithTrace returns ctx carrying t.
 func WithTrace(ctx context.Context, t Trace) context.Context {
 	return context.WithValue(ctx, traceKey{}, t)

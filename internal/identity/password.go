@@ -47,6 +47,8 @@ type Hasher struct {
 	mu   sync.Mutex
 	busy int
 	idle *time.Timer
+
+	metrics *Metrics // see Observe
 }
 
 // ReleaseAfter is how long hashing must be quiet before the Hasher hands
@@ -111,11 +113,14 @@ func (h *Hasher) Verify(ctx context.Context, password, encoded string) (ok, need
 
 // acquire waits for a slot, or until ctx ends.
 func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
+	queued := time.Now()
 	select {
 	case h.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	started := time.Now()
+	h.metrics.hashQueued(started.Sub(queued))
 	h.mu.Lock()
 	h.busy++
 	if h.idle != nil {
@@ -123,6 +128,7 @@ func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
 	}
 	h.mu.Unlock()
 	return func() {
+		h.metrics.hashed(time.Since(started))
 		<-h.slots
 		h.mu.Lock()
 		defer h.mu.Unlock()

@@ -32,6 +32,8 @@ type Options struct {
 	// MasterKey (IDENTITY_MASTER_KEY) seals queued mail; without one a
 	// random key is used, and only this process can relay its mail.
 	MasterKey []byte
+	// Metrics receives sign-in outcomes and lockouts; nil records none.
+	Metrics *Metrics
 }
 
 // Service is the identity service.
@@ -58,6 +60,7 @@ func NewService(store Store, hasher *Hasher, keys *KeyRing, opts Options) *Servi
 		_, _ = rand.Read(master)
 	}
 	mail, _ := NewMailSealer(master) // a 32-byte key cannot fail
+	store = countLockouts(store, opts.Metrics)
 	return &Service{store: store, hasher: hasher, keys: keys, opts: opts, mail: mail}
 }
 
@@ -124,6 +127,7 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (User, error) 
 // Errors: CodeUnauthorized (unknown address, wrong password, disabled
 // user: one answer for all), CodeLocked (with RetryAfter).
 func (s *Service) Login(ctx context.Context, email, password string) (token string, sess Session, err error) {
+	defer func() { s.opts.Metrics.login(err) }()
 	email = NormalizeEmail(email)
 	cred, err := Credentials{}, ErrUserNotFound
 	if validEmail(email) { // nothing else is registered (and NUL cannot even be queried on PostgreSQL)

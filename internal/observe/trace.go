@@ -45,19 +45,21 @@ func StartTracing(ctx context.Context, service, endpoint string) (*Tracing, func
 	)
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagator)
-	return &Tracing{service: service, tracer: tp.Tracer(instrumentation)}, tp.Shutdown, nil
+	return NewTracing(service, tp), tp.Shutdown, nil
 }
 
 // Tracing starts a service's spans.
 type Tracing struct {
-	service string
-	tracer  trace.Tracer
+	service     string
+	serviceAttr attribute.KeyValue
+	tracer      trace.Tracer
 }
 
 // Middleware starts a server span per request, continuing the caller's
 // traceparent, named by method and route pattern once routing is done. It
-// rewrites the request's traceparent to this span, so the trace id httpx
-// puts in logs and problem bodies is the span's.
+// hands httpx this span's trace context, so the trace and span ids in logs
+// and problem bodies are the span's; the caller's headers stay as they
+// came (no copy per request).
 func (t *Tracing) Middleware(next http.Handler) http.Handler {
 	if t == nil {
 		return next
@@ -65,12 +67,12 @@ func (t *Tracing) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := t.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("platform.service", t.service)))
+			trace.WithAttributes(attribute.String("http.request.method", r.Method), t.serviceAttr))
 		defer span.End()
+		sc := span.SpanContext()
+		ctx = httpx.WithTrace(ctx, httpx.Trace{TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String(), Flags: sc.TraceFlags().String()})
 		ctx, pattern := httpx.WithRoute(ctx)
 		r = r.WithContext(ctx)
-		r.Header = r.Header.Clone()
-		propagator.Inject(ctx, propagation.HeaderCarrier(r.Header))
 		rec := &recorder{ResponseWriter: w}
 		defer func() {
 			rt := route(*pattern)
@@ -118,4 +120,10 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		span.SetStatus(codes.Error, strconv.Itoa(resp.StatusCode))
 	}
 	return resp, nil
+}
+
+// NewTracing starts service's spans with tp, for tests and harnesses that
+// bring their own provider (StartTracing builds the OTLP one).
+func NewTracing(service string, tp trace.TracerProvider) *Tracing {
+	return &Tracing{service: service, serviceAttr: attribute.String("platform.service", service), tracer: tp.Tracer(instrumentation)}
 }

@@ -17,7 +17,7 @@ func TestTracingContinuesTheCallersTraceUnderTheRoutePattern(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
-	tr := &Tracing{service: "box", tracer: tp.Tracer(instrumentation)}
+	tr := NewTracing("box", tp)
 
 	var logged httpx.Trace
 	mux := http.NewServeMux()

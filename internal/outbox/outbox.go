@@ -59,6 +59,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/sqldb"
@@ -110,6 +112,13 @@ type Options struct {
 	// a longer RetryMax is shortened to fit.
 	RetryBase time.Duration
 	RetryMax  time.Duration
+	// Counted, when set, is told each marked batch's outcome: rows
+	// published, failed attempts, rows parked (package observe counts
+	// them for the publish rate).
+	Counted func(published, failed, parked int)
+	// TracerProvider starts the publish spans (default: OpenTelemetry's
+	// global provider, which observe.StartTracing installs).
+	TracerProvider trace.TracerProvider
 
 	// claimed sees the seqs of every committed claim. Tests use it to check
 	// that claims are disjoint.
@@ -365,9 +374,13 @@ type claimedRow struct {
 	seq      int64
 	env      events.Envelope
 	attempts int
-	future   jetstream.PubAckFuture
-	err      error
-	acked    bool
+	// traceparent is the writing request's trace context (the row's
+	// column, nil when none); span is this attempt's publish span in it.
+	traceparent *string
+	span        trace.Span
+	future      jetstream.PubAckFuture
+	err         error
+	acked       bool
 }
 
 // The claims take the next due rows after seq $4 (Run's cursor; 0 for the
@@ -382,14 +395,14 @@ const (
 			ORDER BY seq
 			LIMIT $3
 			FOR UPDATE SKIP LOCKED))
-		RETURNING seq, id, type, source, subject, time, data, attempts`
+		RETURNING seq, id, type, source, subject, time, data, attempts, traceparent`
 	claimSQLite = `UPDATE outbox SET next_attempt_at = $2
 		WHERE seq IN (
 			SELECT seq FROM outbox
 			WHERE published_at IS NULL AND parked_at IS NULL AND next_attempt_at <= $1 AND seq > $4
 			ORDER BY seq
 			LIMIT $3)
-		RETURNING seq, id, type, source, subject, time, data, attempts`
+		RETURNING seq, id, type, source, subject, time, data, attempts, traceparent`
 )
 
 // asyncCommit makes a PostgreSQL transaction commit without waiting for
@@ -428,7 +441,7 @@ func (p *Publisher) claim(ctx context.Context, after int64) (*batch, error) {
 		for q.Next() {
 			r := &claimedRow{}
 			var data []byte
-			err := q.Scan(&r.seq, &r.env.ID, &r.env.Type, &r.env.Source, &r.env.Subject, &r.env.Time, &data, &r.attempts)
+			err := q.Scan(&r.seq, &r.env.ID, &r.env.Type, &r.env.Source, &r.env.Subject, &r.env.Time, &data, &r.attempts, &r.traceparent)
 			if err != nil {
 				return fmt.Errorf("claim: %w", err)
 			}
@@ -462,6 +475,11 @@ func (p *Publisher) claim(ctx context.Context, after int64) (*batch, error) {
 // retrying cannot mend it). It reports whether the connection refused a
 // message outright.
 func (p *Publisher) publish(b *batch) (refused bool) {
+	tp := p.opts.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	tracer := tp.Tracer(instrumentation)
 	for _, r := range b.rows {
 		if err := r.env.Validate(); err != nil {
 			r.err = permanent{err}
@@ -479,6 +497,9 @@ func (p *Publisher) publish(b *batch) (refused bool) {
 		msg := nats.NewMsg(p.opts.Stream.Subject(r.env.Type))
 		msg.Data = body
 		msg.Header.Set(events.AttemptHeader, strconv.Itoa(r.attempts+1))
+		if r.traceparent != nil {
+			r.span = p.traceHeader(tracer, r, msg.Header)
+		}
 		r.future, r.err = p.js.PublishMsgAsync(msg,
 			jetstream.WithMsgID(r.env.ID),
 			jetstream.WithExpectStream(p.opts.Stream.Name))
@@ -495,6 +516,7 @@ func (p *Publisher) publish(b *batch) (refused bool) {
 // is bounded by the ack deadline, and it spares the broker a repeat.
 func (p *Publisher) finish(ctx context.Context, b *batch) (batchResult, error) {
 	p.awaitAcks(b)
+	endSpans(b)
 	markCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if p.opts.beforeMark != nil {
@@ -505,6 +527,9 @@ func (p *Publisher) finish(ctx context.Context, b *batch) (batchResult, error) {
 	res, err := p.mark(markCtx, b)
 	if err != nil {
 		return batchResult{}, err
+	}
+	if p.opts.Counted != nil {
+		p.opts.Counted(res.published, res.failed, res.parked)
 	}
 	if res.failed > 0 {
 		p.logger.Warn("outbox: rows not acknowledged; retrying later", "published", res.published, "failed", res.failed, "parked", res.parked)

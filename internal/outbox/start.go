@@ -61,6 +61,9 @@ type Row struct {
 	NextAttempt time.Time
 	LastError   string
 	ParkedAt    *time.Time
+	// Traceparent is the writing request's trace context, sent as the
+	// message's traceparent header; empty when none.
+	Traceparent string
 }
 
 // List returns the outbox rows after seq afterSeq, in creation order, with
@@ -68,7 +71,7 @@ type Row struct {
 // operators read.
 func List(ctx context.Context, db *sqldb.DB, afterSeq int64) ([]Row, error) {
 	q, err := db.Query(ctx, `SELECT seq, id, type, source, subject, time, data, created_at,
-			published_at, attempts, next_attempt_at, last_error, parked_at
+			published_at, attempts, next_attempt_at, last_error, parked_at, traceparent
 		FROM outbox WHERE seq > $1 ORDER BY seq`, afterSeq)
 	if err != nil {
 		return nil, err
@@ -79,9 +82,9 @@ func List(ctx context.Context, db *sqldb.DB, afterSeq int64) ([]Row, error) {
 		var r Row
 		var data []byte
 		var published, parked sql.NullTime
-		var lastError *string
+		var lastError, traceparent *string
 		err := q.Scan(&r.Seq, &r.Envelope.ID, &r.Envelope.Type, &r.Envelope.Source, &r.Envelope.Subject,
-			&r.Envelope.Time, &data, &r.CreatedAt, &published, &r.Attempts, &r.NextAttempt, &lastError, &parked)
+			&r.Envelope.Time, &data, &r.CreatedAt, &published, &r.Attempts, &r.NextAttempt, &lastError, &parked, &traceparent)
 		if err != nil {
 			return nil, err
 		}
@@ -91,6 +94,9 @@ func List(ctx context.Context, db *sqldb.DB, afterSeq int64) ([]Row, error) {
 		r.PublishedAt, r.ParkedAt = timePtr(published), timePtr(parked)
 		if lastError != nil {
 			r.LastError = *lastError
+		}
+		if traceparent != nil {
+			r.Traceparent = *traceparent
 		}
 		rows = append(rows, r)
 	}

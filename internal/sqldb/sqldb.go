@@ -60,6 +60,10 @@ type DB struct {
 	timeout time.Duration
 	// ckpt checkpoints SQLite's write-ahead log (see checkpointer).
 	ckpt *checkpointer
+
+	// Observer, when set, sees every operation (see Observer). Set it
+	// before the DB is used.
+	Observer Observer
 }
 
 // ParseURL maps DATABASE_URL to an engine and a driver data source name.
@@ -266,7 +270,12 @@ func (db *DB) boundRead(ctx context.Context) context.Context {
 }
 
 // Exec runs a statement outside a transaction.
-func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (db *DB) Exec(ctx context.Context, query string, args ...any) (_ sql.Result, err error) {
+	if db.Observer != nil {
+		var done func(error)
+		ctx, done = db.observe(ctx)
+		defer func() { done(err) }()
+	}
 	ctx, cancel := db.bound(ctx)
 	defer cancel()
 	q := db.Rebind(query)
@@ -277,7 +286,12 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 }
 
 // Query runs a query outside a transaction.
-func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (db *DB) Query(ctx context.Context, query string, args ...any) (_ *sql.Rows, err error) {
+	if db.Observer != nil {
+		var done func(error)
+		ctx, done = db.observe(ctx)
+		defer func() { done(err) }()
+	}
 	ctx = db.boundRead(ctx)
 	q := db.Rebind(query)
 	if s := db.stmt(ctx, q); s != nil {
@@ -287,7 +301,12 @@ func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 }
 
 // QueryRow runs a single-row query outside a transaction.
-func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+func (db *DB) QueryRow(ctx context.Context, query string, args ...any) (row *sql.Row) {
+	if db.Observer != nil {
+		var done func(error)
+		ctx, done = db.observe(ctx)
+		defer func() { done(row.Err()) }()
+	}
 	ctx = db.boundRead(ctx)
 	q := db.Rebind(query)
 	if s := db.stmt(ctx, q); s != nil {
@@ -314,6 +333,11 @@ type Tx struct {
 // back otherwise (or when fn panics). The whole transaction, its wait for
 // SQLite's write slot included, is one call under the pool's deadline.
 func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	if db.Observer != nil {
+		var done func(error)
+		ctx, done = db.observe(ctx)
+		defer func() { done(err) }()
+	}
 	ctx, cancel := db.bound(ctx)
 	defer cancel()
 	if db.writer != nil {

@@ -33,7 +33,12 @@ const maxGroup = 64
 // a failed statement remains. A failed commit is reported to every
 // caller of its group and not retried: it may have taken effect (a
 // connection lost mid-commit), exactly as for a single statement.
-func (db *DB) Write(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (db *DB) Write(ctx context.Context, query string, args ...any) (_ sql.Result, err error) {
+	if db.Observer != nil {
+		var done func(error)
+		ctx, done = db.observe(ctx)
+		defer func() { done(err) }()
+	}
 	return db.write(ctx, &queued{ctx: ctx, query: query, args: args})
 }
 
@@ -55,8 +60,13 @@ type Row interface {
 // it remains. scan may be called more than once (a failed group runs its
 // statements again, one to a transaction); only the last call's outcome
 // counts, so it must assign what it reads, never accumulate.
-func (db *DB) WriteRow(ctx context.Context, scan func(Row) error, query string, args ...any) error {
-	_, err := db.write(ctx, &queued{ctx: ctx, query: query, args: args, scan: scan})
+func (db *DB) WriteRow(ctx context.Context, scan func(Row) error, query string, args ...any) (err error) {
+	if db.Observer != nil {
+		var done func(error)
+		ctx, done = db.observe(ctx)
+		defer func() { done(err) }()
+	}
+	_, err = db.write(ctx, &queued{ctx: ctx, query: query, args: args, scan: scan})
 	return err
 }
 

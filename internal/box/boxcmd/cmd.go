@@ -166,6 +166,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	}
 	defer db.Close()
 	metrics.Database(db.DB, "box")
+	observe.Statements(db, metrics, tracing)
 	if cfg.EventsURL != "" {
 		stopConsumerMetrics, err := metrics.Consumers(db, cfg.EventsURL, events.Stream{}, []string{accountdeleted.ConsumerName}, logger)
 		if err != nil {
@@ -203,7 +204,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 			stopConsumers = stop
 			mu.Unlock()
 		}
-		deps.Service = box.NewService(store, identity, cfg.CapabilityTTL)
+		deps.Service = box.NewService(countOperations(store, metrics), identity, cfg.CapabilityTTL)
 		deps.Idempotency = idempotency.New(db, cfg.MasterKey)
 		h.Set(httpapi.NewServer(deps))
 		return nil

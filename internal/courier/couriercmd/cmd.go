@@ -128,6 +128,13 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	}
 	defer stopMetrics()
 	metrics.Database(db.DB, "courier")
+	tracing, stopTracing, err := observe.StartTracing(ctx, "courier", cfg.OTLPEndpoint)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
+	observe.Statements(db, metrics, tracing)
+	obs := newObserved(metrics)
 	if cfg.EventsURL != "" {
 		metrics.Outbox(db, logger)
 		stopConsumerMetrics, err := metrics.Consumers(db, cfg.EventsURL, events.Stream{}, []string{webhooks.ConsumerName}, logger)
@@ -193,7 +200,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		wg.Wait()
 	}()
 	open := func(ctx context.Context) error {
-		err := openLoops(ctx, loopCtx, db, cfg, &deps, sealer, renderer, mailer, identity, logger, &wg, func(stop func()) {
+		err := openLoops(ctx, loopCtx, db, cfg, &deps, sealer, renderer, obs.mailer(mailer), identity, obs, logger, &wg, func(stop func()) {
 			mu.Lock()
 			stopOutbox = stop
 			mu.Unlock()
@@ -217,7 +224,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	if behind {
 		return fmt.Errorf("courier: %w", errConsumerBehind)
 	}
-	return httpx.Serve(ctx, ln, metrics.Middleware(h), logger)
+	return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(h)), logger)
 }
 
 // openLoops builds what needs the database into deps and starts courier's
@@ -225,14 +232,14 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 // refresh, webhook deliveries and, with EVENTS_URL, the outbox publisher
 // and the stream consumer.
 func openLoops(ctx, loopCtx context.Context, db *sqldb.DB, cfg Config, deps *httpapi.Deps, sealer *courier.Sealer, renderer *courier.Renderer,
-	mailer courier.Mailer, identity *identityclient.Client, logger *slog.Logger, wg *sync.WaitGroup, setStopOutbox func(func())) error {
+	mailer courier.Mailer, identity *identityclient.Client, obs observed, logger *slog.Logger, wg *sync.WaitGroup, setStopOutbox func(func())) error {
 	if pending, err := consumer.Pending(ctx, db); err != nil {
 		return err
 	} else if pending {
 		return errConsumerBehind
 	}
 	if cfg.EventsURL != "" {
-		stop, err := outbox.Start(loopCtx, db, cfg.EventsURL, outbox.Options{Service: "courier"}, logger)
+		stop, err := outbox.Start(loopCtx, db, cfg.EventsURL, outbox.Options{Service: "courier", Counted: obs.outboxCounted}, logger)
 		if err != nil {
 			return err
 		}
@@ -241,7 +248,7 @@ func openLoops(ctx, loopCtx context.Context, db *sqldb.DB, cfg Config, deps *htt
 	store := sqlstore.New(db)
 	svc := courier.NewService(store, sealer, identity)
 	hooks := courier.NewWebhooks(store, identity, sealer, cfg.Development())
-	deliverer := webhooks.NewDeliverer(store, hooks, webhooks.NewClient(cfg.Development()), webhooks.Options{}, logger)
+	deliverer := webhooks.NewDeliverer(obs.webhookStore(store), hooks, webhooks.NewClient(cfg.Development()), webhooks.Options{}, logger)
 	deps.Service, deps.Webhooks, deps.KickDeliveries = svc, hooks, deliverer.Kick
 	deps.Idempotency = idempotency.New(db, cfg.SecretBoxKey)
 	idem := deps.Idempotency

@@ -30,6 +30,8 @@ type Config struct {
 	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
 	// its own; empty serves none.
 	MetricsAddr string `env:"METRICS_ADDR"`
+	// OTLPEndpoint exports traces over OTLP/HTTP; empty exports none.
+	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
 	// Env is COURIER_ENV; only "development" admits the local adapter and
 	// plain-http loopback webhook endpoints.
 	Env string `env:"COURIER_ENV, default=production"`

@@ -36,9 +36,9 @@ func writeEvents(ctx context.Context, tx *sqldb.Tx, events ...courier.Event) err
 			return fmt.Errorf("outbox: encode %s: %w", e.Type, err)
 		}
 		_, err = tx.Exec(ctx, `
-			INSERT INTO outbox (id, type, source, subject, time, data, created_at, next_attempt_at)
-			VALUES ($1, $2, 'courier', $3, $4, $5, $4, $4)`,
-			uuid.NewString(), e.Type, e.Subject, tx.Now, string(data))
+			INSERT INTO outbox (id, type, source, subject, time, data, created_at, next_attempt_at, traceparent)
+			VALUES ($1, $2, 'courier', $3, $4, $5, $4, $4, $6)`,
+			uuid.NewString(), e.Type, e.Subject, tx.Now, string(data), traceparent(ctx))
 		if err != nil {
 			return fmt.Errorf("outbox: insert %s: %w", e.Type, err)
 		}

@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/sqldb"
@@ -76,6 +77,10 @@ type Config struct {
 	Backoff []time.Duration
 	// Batch is how many messages are fetched ahead (default 64).
 	Batch int
+	// TracerProvider starts the spans of the events' handling (default:
+	// OpenTelemetry's global provider, which observe.StartTracing
+	// installs).
+	TracerProvider trace.TracerProvider
 
 	// skipAck, in tests, leaves a message unacknowledged after its work
 	// committed, as a consumer that dies between commit and ack.
@@ -248,7 +253,9 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 
+	ctx, endSpan := c.startSpan(ctx, msg, env)
 	err = c.applyInProgress(ctx, msg, env)
+	endSpan(err)
 	var perm permanentError
 	switch {
 	case err == nil:

@@ -84,6 +84,9 @@ type PublishConfig struct {
 	// MetricsAddr (METRICS_ADDR) serves Prometheus metrics at /metrics on
 	// a listener of its own; empty serves none.
 	MetricsAddr string `env:"METRICS_ADDR"`
+	// OTLPEndpoint exports the publish spans over OTLP/HTTP; empty
+	// exports none (the messages still carry their rows' traceparent).
+	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
 	// EventsURL is the NATS server to publish to, such as
 	// nats://127.0.0.1:4222; required.
 	EventsURL string     `env:"EVENTS_URL"`
@@ -144,10 +147,16 @@ func runPublish(ctx context.Context, args []string, env cli.Env) error {
 	defer stopMetrics()
 	metrics.Database(db.DB, *service)
 	metrics.Outbox(db, logger)
+	tracing, stopTracing, err := observe.StartTracing(ctx, "events-publisher", cfg.OTLPEndpoint)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
+	observe.Statements(db, metrics, tracing)
 	if err := sqldb.NewGate(db, migrations, "platform "+*service+" migrate").Check(ctx); err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	stop, err := outbox.Start(ctx, db, cfg.EventsURL, outbox.Options{Service: *service}, logger)
+	stop, err := outbox.Start(ctx, db, cfg.EventsURL, outbox.Options{Service: *service, Counted: metrics.OutboxPublished()}, logger)
 	if err != nil {
 		return err
 	}

@@ -239,6 +239,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		opts.Limiter = ratelimit.NewLocal(cfg.RateLimit)
 	}
 
+	opts.Limiter = countRejections(opts.Limiter, metrics)
 	g := gateway.New(opts)
 	logger.Info("gateway configured", "identity_url", cfg.IdentityURL, "box_url", cfg.BoxURL,
 		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "parlor_url", cfg.ParlorURL,

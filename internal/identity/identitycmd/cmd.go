@@ -176,6 +176,8 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	}
 	defer db.Close()
 	metrics.Database(db.DB, "identity")
+	observe.Statements(db, metrics, tracing)
+	domain := domainMetrics(metrics)
 	if cfg.EventsURL != "" {
 		metrics.Outbox(db, logger)
 	}
@@ -189,12 +191,12 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		}
 	}()
 	err = gate.Start(ctx, time.Second, logger, func(ctx context.Context) error {
-		svc, ring, err := newService(ctx, cfg, db)
+		svc, ring, err := newService(ctx, cfg, db, domain)
 		if err != nil {
 			return err
 		}
 		if cfg.EventsURL != "" {
-			if stopPublisher, err = startPublisher(ctx, db, cfg.EventsURL, logger); err != nil {
+			if stopPublisher, err = startPublisher(ctx, db, cfg.EventsURL, metrics, logger); err != nil {
 				return err
 			}
 		}
@@ -217,7 +219,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(h)), logger)
 }
 
-func newService(ctx context.Context, cfg Config, db *sqldb.DB) (*identity.Service, *identity.KeyRing, error) {
+func newService(ctx context.Context, cfg Config, db *sqldb.DB, m *identity.Metrics) (*identity.Service, *identity.KeyRing, error) {
 	store := sqlstore.New(db)
 	keys, err := identity.NewKeys(store, cfg.MasterKey)
 	if err != nil {
@@ -228,6 +230,7 @@ func newService(ctx context.Context, cfg Config, db *sqldb.DB) (*identity.Servic
 		return nil, nil, fmt.Errorf("signing keys: %w", err)
 	}
 	hasher := identity.NewHasher(identity.DefaultHashParams, cfg.HashConcurrency)
+	hasher.Observe(m)
 	svc := identity.NewService(store, hasher, ring, identity.Options{
 		Issuer:           cfg.Issuer,
 		SessionTTL:       cfg.SessionTTL,
@@ -236,6 +239,7 @@ func newService(ctx context.Context, cfg Config, db *sqldb.DB) (*identity.Servic
 		Now:              db.Now,
 		PublicURL:        cfg.PublicURL,
 		MasterKey:        cfg.MasterKey,
+		Metrics:          m,
 	})
 	return svc, ring, nil
 }

@@ -97,6 +97,8 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	}
 	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
 	metrics.Database(db.DB, "keyholder")
+	observe.Statements(db, metrics, tracing)
+	obs := newObserved(metrics)
 	box := boxclient.New(cfg.BoxURL, 0, logger)
 	defer box.Close()
 	if cfg.IdentityURL == "" {
@@ -110,7 +112,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	deps := httpapi.Deps{Logger: logger, Ready: Readiness(gate, db.Engine, box, upstream, logger), Waiting: true, Realm: cfg.PublicHost}
 	h := httpx.NewSwitch(httpapi.NewServer(deps))
 	err = gate.Start(ctx, time.Second, logger, func(context.Context) error {
-		deps.Service = keyholder.NewService(sqlstore.New(db), box, identity, cfg.CredentialTTL, cfg.PublicHost)
+		deps.Service = keyholder.NewService(obs.store(sqlstore.New(db)), obs.box(box), identity, cfg.CredentialTTL, cfg.PublicHost)
 		deps.Front = registry.New(deps.Service, upstream, cfg.PublicHost, logger)
 		h.Set(httpapi.NewServer(deps))
 		return nil
@@ -119,7 +121,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		ln.Close()
 		return fmt.Errorf("keyholder: %w", err)
 	}
-	return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(h)), logger)
+	return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(obs.streaming(h))), logger)
 }
 
 // Readiness is ready while the database answers with its schema current
