@@ -190,7 +190,8 @@ func (s *Store) PasswordResetUser(ctx context.Context, digest string) (string, e
 	return userID, nil
 }
 
-// ResetPassword implements identity.Store. Whether the user has MFA is
+// ResetPassword implements identity.Store; it also ends the user's open
+// MFA challenges. Whether the user has MFA is
 // read again after the token is spent, inside the transaction, so MFA
 // turned on after the caller looked cannot be skipped.
 func (s *Store) ResetPassword(ctx context.Context, digest, hash string, factor *identity.Factor) error {
@@ -214,6 +215,11 @@ func (s *Store) ResetPassword(ctx context.Context, digest, hash string, factor *
 		if _, err := tx.Exec(ctx, `
 			UPDATE users SET password_hash = $2, failed_logins = 0, locked_until = NULL, updated_at = $3 WHERE id = $1`,
 			userID, hash, tx.Now); err != nil {
+			return err
+		}
+		// An open sign-in challenge was proven by the old password: it
+		// must not outlive it any more than a session does.
+		if _, err := tx.Exec(ctx, `UPDATE mfa_challenges SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`, userID, tx.Now); err != nil {
 			return err
 		}
 		return revokeSessions(ctx, tx, userID, identity.RevokedPasswordReset)
