@@ -39,7 +39,7 @@ import (
 )
 
 // scenarioNames are the scenarios `--scenario all` runs, in order.
-var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "oidc", "observe"}
+var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "apikey", "mfa", "oidc", "observe"}
 
 type config struct {
 	engine      string
@@ -251,6 +251,10 @@ func run(ctx context.Context, cfg config) (bool, error) {
 			res, err = b.oidc(ctx)
 		case "observe":
 			res, err = b.observed(ctx)
+		case "apikey":
+			res, err = b.apiKey(ctx)
+		case "mfa":
+			res, err = b.mfa(ctx)
 		case "soak":
 			res, err = b.soak(ctx)
 		}

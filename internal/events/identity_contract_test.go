@@ -79,7 +79,7 @@ func TestIdentityEventsMeetTheContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		reset := env.LinkToken(t, "decliner@example.com", identity.TemplatePasswordReset)
-		if err := svc.ConfirmPasswordReset(ctx, reset, "another horse battery"); err != nil { // session.revoked
+		if err := svc.ConfirmPasswordReset(ctx, reset, "another horse battery", ""); err != nil { // session.revoked
 			t.Fatal(err)
 		}
 		en, err := svc.EnrolTOTP(ctx, owner, identitytest.Password)

@@ -21,6 +21,7 @@ const (
 	TemplateEmailChangeConfirm = "email_change_confirm"
 	TemplateEmailChangedNotice = "email_changed_notice"
 	TemplateInvitation         = "invitation"
+	TemplateMFAEnabledNotice   = "mfa_enabled_notice"
 )
 
 // OutgoingMail is a request to courier as identity's mail outbox keeps it:

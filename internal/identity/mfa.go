@@ -38,6 +38,7 @@ const (
 
 var (
 	ErrInvalidCode      = errs.New(CodeInvalidCode, "the code is wrong, expired or already used")
+	ErrMFARequired      = errs.New(CodeMFARequired, "this account uses two-factor authentication: send a code from the authenticator app or a recovery code as well")
 	ErrMFANotEnrolled   = errs.New(CodeNotFound, "no multi-factor enrolment to act on")
 	ErrChallengeUnknown = errs.New(CodeNotFound, "no such sign-in challenge")
 	ErrChallengeExpired = errs.New(CodeTokenExpired, "the sign-in challenge has expired; sign in again")
@@ -82,9 +83,10 @@ type MFAStore interface {
 	// replacing any earlier pending enrolment; an active secret stays.
 	EnrolTOTP(ctx context.Context, userID string, pendingSealed []byte, recoveryDigests []string) error
 	// ConfirmTOTP makes the pending secret and its recovery codes active,
-	// consuming step, and emits identity.mfa.enabled. Errors:
-	// ErrMFANotEnrolled, ErrInvalidCode (the step was already used).
-	ConfirmTOTP(ctx context.Context, userID string, step int64) (time.Time, error)
+	// consuming step, emits identity.mfa.enabled and queues notice, in one
+	// transaction. Errors: ErrMFANotEnrolled, ErrInvalidCode (the step was
+	// already used).
+	ConfirmTOTP(ctx context.Context, userID string, step int64, notice OutgoingMail) (time.Time, error)
 	// DisableTOTP consumes f and removes the enrolment and its codes,
 	// emitting identity.mfa.disabled. Errors: ErrInvalidCode, ErrMFANotEnrolled.
 	DisableTOTP(ctx context.Context, userID string, f Factor) error
@@ -143,8 +145,9 @@ func (s *Service) EnrolTOTP(ctx context.Context, p Principal, password string) (
 	return Enrolment{Secret: key.Secret(), URL: key.URL(), RecoveryCodes: codes}, nil
 }
 
-// ConfirmTOTP activates the pending enrolment with a code from it.
-// Errors: ErrMFANotEnrolled, ErrInvalidCode (counted toward the lockout),
+// ConfirmTOTP activates the pending enrolment with a code from it and
+// tells the user's address (mfa_enabled_notice), so a takeover that turns
+// MFA on, or rotates it, does not pass unseen. Errors: ErrMFANotEnrolled, ErrInvalidCode (counted toward the lockout),
 // CodeLocked.
 func (s *Service) ConfirmTOTP(ctx context.Context, p Principal, code string) (time.Time, error) {
 	st, err := s.store.MFAState(ctx, p.User.ID)
@@ -165,7 +168,11 @@ func (s *Service) ConfirmTOTP(ctx context.Context, p Principal, code string) (ti
 	if !ok {
 		return time.Time{}, s.wrongCode(ctx, p.User.ID)
 	}
-	at, err := s.store.ConfirmTOTP(ctx, p.User.ID, step)
+	notice, err := s.mail.Mail(TemplateMFAEnabledNotice, p.User.Email, map[string]string{})
+	if err != nil {
+		return time.Time{}, err
+	}
+	at, err := s.store.ConfirmTOTP(ctx, p.User.ID, step, notice)
 	if errors.Is(err, ErrInvalidCode) {
 		return time.Time{}, s.wrongCode(ctx, p.User.ID)
 	}
@@ -280,6 +287,11 @@ func (s *Service) factor(ctx context.Context, userID, code string) (Factor, erro
 	if err != nil {
 		return Factor{}, err
 	}
+	return s.factorOf(ctx, userID, st, code)
+}
+
+// factorOf is factor for an enrolment already read.
+func (s *Service) factorOf(ctx context.Context, userID string, st MFAState, code string) (Factor, error) {
 	if !st.Enabled {
 		return Factor{}, ErrMFANotEnrolled
 	}

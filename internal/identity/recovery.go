@@ -2,6 +2,8 @@ package identity
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/platformco/platform/internal/errs"
@@ -31,10 +33,15 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email string) error 
 }
 
 // ConfirmPasswordReset sets a new password with a reset token, ending
-// every session of the user. Errors: CodeValidation (token required,
-// password too_short/too_long), CodeNotFound, CodeTokenExpired,
-// CodeTokenUsed.
-func (s *Service) ConfirmPasswordReset(ctx context.Context, token, password string) error {
+// every session of the user. A user with MFA must also present code (a
+// TOTP or recovery code): a reset link alone is only the mailbox, and the
+// second factor must still stand between it and the account. The token is
+// spent only together with the factor, so a missing or wrong code leaves
+// the link usable. Errors: CodeValidation (token required, password
+// too_short/too_long), CodeNotFound, CodeTokenExpired, CodeTokenUsed,
+// CodeMFARequired (no code), CodeInvalidCode (counted toward the lockout),
+// CodeLocked.
+func (s *Service) ConfirmPasswordReset(ctx context.Context, token, password, code string) error {
 	var f errs.Fields
 	switch n := utf8.RuneCountInString(password); {
 	case n < PasswordMin:
@@ -49,9 +56,32 @@ func (s *Service) ConfirmPasswordReset(ctx context.Context, token, password stri
 	if err != nil {
 		return err
 	}
+	userID, err := s.store.PasswordResetUser(ctx, digest)
+	if err != nil {
+		return err
+	}
+	st, err := s.store.MFAState(ctx, userID)
+	if err != nil {
+		return err
+	}
+	var factor *Factor
+	if st.Enabled {
+		if strings.TrimSpace(code) == "" {
+			return ErrMFARequired
+		}
+		fac, err := s.factorOf(ctx, userID, st, code)
+		if err != nil {
+			return err
+		}
+		factor = &fac
+	}
 	hash, err := s.hasher.Hash(ctx, password)
 	if err != nil {
 		return err
 	}
-	return s.store.ResetPassword(ctx, digest, hash)
+	err = s.store.ResetPassword(ctx, digest, hash, factor)
+	if errors.Is(err, ErrInvalidCode) {
+		return s.wrongCode(ctx, userID)
+	}
+	return err
 }

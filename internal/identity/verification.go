@@ -64,10 +64,16 @@ type LifecycleStore interface {
 	// IssuePasswordReset stores a reset token and its mail when a user has
 	// tok.Email; for an unknown address it writes nothing. found says which.
 	IssuePasswordReset(ctx context.Context, tok OneTimeToken, mail OutgoingMail) (found bool, err error)
+	// PasswordResetUser returns the user of a live password_reset token
+	// without spending it. Errors: as VerifyEmail.
+	PasswordResetUser(ctx context.Context, digest string) (string, error)
 	// ResetPassword consumes a password_reset token and, in the same
-	// transaction, sets the hash, clears the lockout and ends every session
-	// of the user (an identity.session.revoked each). Errors: as VerifyEmail.
-	ResetPassword(ctx context.Context, digest, hash string) error
+	// transaction, consumes factor when the user has MFA enabled, sets the
+	// hash, clears the lockout and ends every session of the user (an
+	// identity.session.revoked each). Errors: as VerifyEmail,
+	// ErrMFARequired (MFA enabled and factor nil), ErrInvalidCode (the
+	// factor was used meanwhile); after either nothing is written.
+	ResetPassword(ctx context.Context, digest, hash string, factor *Factor) error
 	// IssueEmailChange stores an email_change token for userID's new
 	// address tok.Email and its mail, unless another user holds that
 	// address (then nothing is written and no error returned).

@@ -33,7 +33,10 @@ var statusOf = map[string]int{
 	identity.CodeInvitationEmailMismatch: http.StatusForbidden,
 	identity.CodeRateLimited:             http.StatusTooManyRequests,
 	identity.CodeInvalidCode:             http.StatusUnauthorized,
-	identity.CodeInsufficientScope:       http.StatusForbidden,
+	// A sign-in's mfa_required is 401 with its challenge (failLogin); any
+	// other route that needs the second factor answers 403.
+	identity.CodeMFARequired:       http.StatusForbidden,
+	identity.CodeInsufficientScope: http.StatusForbidden,
 }
 
 type api struct {

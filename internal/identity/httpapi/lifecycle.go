@@ -70,12 +70,13 @@ func (a *api) confirmPasswordReset(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Token    string `json:"token"`
 		Password string `json:"password"`
+		Code     string `json:"code"`
 	}
 	if err := httpx.DecodeJSON(w, r, &in); err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	if err := a.svc.ConfirmPasswordReset(r.Context(), in.Token, in.Password); err != nil {
+	if err := a.svc.ConfirmPasswordReset(r.Context(), in.Token, in.Password, in.Code); err != nil {
 		a.fail(w, r, err)
 		return
 	}

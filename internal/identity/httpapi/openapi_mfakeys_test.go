@@ -129,6 +129,27 @@ func exerciseMFAAndKeys(t *testing.T, c *openapitest.Client, env *identitytest.E
 	c.Code("POST", "/v1/me/mfa/recovery_codes", `{"code":"123456"}`, 423, "account_locked", bearer(bTok))
 	c.Code("DELETE", "/v1/me/mfa/totp", `{"code":"123456"}`, 423, "account_locked", bearer(bTok))
 
+	// A password reset of a user with MFA needs the second factor too.
+	confirm := "/v1/password/reset/confirm"
+	resetOf := func(email string) string {
+		c.Do("POST", "/v1/password/reset", `{"email":"`+email+`"}`, 202)
+		return `{"token":"` + env.LinkToken(t, email, identity.TemplatePasswordReset) + `","password":"another horse battery"`
+	}
+	c.Code("POST", confirm, resetOf("mfa-b@example.com")+`,"code":"123456"}`, 423, "account_locked")
+	cp := env.Principal(t, user("mfa-c@example.com"), "")
+	cEn, err := env.Service.EnrolTOTP(ctx, cp, identitytest.Password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Service.ConfirmTOTP(ctx, cp, totpCode(t, cEn.Secret, env.Clock.Now())); err != nil {
+		t.Fatal(err)
+	}
+	env.Clock.Advance(30 * time.Second)
+	cReset := resetOf("mfa-c@example.com")
+	c.Code("POST", confirm, cReset+`}`, 403, "mfa_required")
+	c.Code("POST", confirm, cReset+`,"code":"abcde-fghjk"}`, 401, "invalid_code")
+	c.Do("POST", confirm, cReset+`,"code":"`+totpCode(t, cEn.Secret, env.Clock.Now())+`"}`, 200)
+
 	// API keys.
 	var team, other struct{ ID string }
 	c.JSON("POST", "/v1/accounts", `{"name":"Key Holders"}`, 201, &team, bearer(ownerTok))

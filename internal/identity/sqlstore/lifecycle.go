@@ -168,16 +168,58 @@ func (s *Store) IssuePasswordReset(ctx context.Context, tok identity.OneTimeToke
 	return found, err
 }
 
-// ResetPassword implements identity.Store.
-func (s *Store) ResetPassword(ctx context.Context, digest, hash string) error {
+// PasswordResetUser implements identity.Store.
+func (s *Store) PasswordResetUser(ctx context.Context, digest string) (string, error) {
+	var (
+		userID string
+		exp    time.Time
+		used   sql.NullTime
+	)
+	err := s.db.QueryRow(ctx, `SELECT user_id, expires_at, used_at FROM user_tokens WHERE token_digest = $1 AND purpose = $2`,
+		digest, identity.PurposePasswordReset).Scan(&userID, &exp, &used)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", identity.ErrTokenUnknown
+	case err != nil:
+		return "", err
+	case used.Valid:
+		return "", identity.ErrTokenUsed
+	case !exp.After(s.db.Now()):
+		return "", identity.ErrTokenExpired
+	}
+	return userID, nil
+}
+
+// ResetPassword implements identity.Store; it also ends the user's open
+// MFA challenges. Whether the user has MFA is
+// read again after the token is spent, inside the transaction, so MFA
+// turned on after the caller looked cannot be skipped.
+func (s *Store) ResetPassword(ctx context.Context, digest, hash string, factor *identity.Factor) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		userID, _, err := consumeToken(ctx, tx, digest, identity.PurposePasswordReset)
 		if err != nil {
 			return err
 		}
+		var mfa int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM mfa_totp WHERE user_id = $1 AND secret_sealed IS NOT NULL`, userID).Scan(&mfa); err != nil {
+			return err
+		}
+		if mfa > 0 {
+			if factor == nil {
+				return identity.ErrMFARequired
+			}
+			if err := useFactor(ctx, tx, userID, *factor); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.Exec(ctx, `
 			UPDATE users SET password_hash = $2, failed_logins = 0, locked_until = NULL, updated_at = $3 WHERE id = $1`,
 			userID, hash, tx.Now); err != nil {
+			return err
+		}
+		// An open sign-in challenge was proven by the old password: it
+		// must not outlive it any more than a session does.
+		if _, err := tx.Exec(ctx, `UPDATE mfa_challenges SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`, userID, tx.Now); err != nil {
 			return err
 		}
 		return revokeSessions(ctx, tx, userID, identity.RevokedPasswordReset)

@@ -121,7 +121,7 @@ func TestRaceTokenConsumedOnce(t *testing.T) {
 			use  func() error
 		}{
 			{"Verification", func() error { _, err := env.Service.VerifyEmail(ctx, verify); return err }},
-			{"PasswordReset", func() error { return env.Service.ConfirmPasswordReset(ctx, reset, "another horse battery") }},
+			{"PasswordReset", func() error { return env.Service.ConfirmPasswordReset(ctx, reset, "another horse battery", "") }},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -161,8 +161,8 @@ func TestPasswordResetEndsEverySession(t *testing.T) {
 			t.Fatal(err)
 		}
 		token := env.LinkToken(t, "ada@example.com", identity.TemplatePasswordReset)
-		wantCode(t, env.Service.ConfirmPasswordReset(ctx, token, "short"), identity.CodeValidation)
-		if err := env.Service.ConfirmPasswordReset(ctx, token, "another horse battery"); err != nil {
+		wantCode(t, env.Service.ConfirmPasswordReset(ctx, token, "short", ""), identity.CodeValidation)
+		if err := env.Service.ConfirmPasswordReset(ctx, token, "another horse battery", ""); err != nil {
 			t.Fatalf("confirm: %v", err)
 		}
 		for _, tok := range []string{second} {

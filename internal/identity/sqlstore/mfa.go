@@ -71,7 +71,7 @@ func insertRecoveryCodes(ctx context.Context, tx *sqldb.Tx, userID string, diges
 // ConfirmTOTP implements identity.MFAStore. The UPDATE both checks the
 // step is later than the last one accepted and promotes the pending
 // secret, so of concurrent confirmations with one code exactly one wins.
-func (s *Store) ConfirmTOTP(ctx context.Context, userID string, step int64) (time.Time, error) {
+func (s *Store) ConfirmTOTP(ctx context.Context, userID string, step int64, notice identity.OutgoingMail) (time.Time, error) {
 	var at time.Time
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		at = tx.Now
@@ -98,6 +98,9 @@ func (s *Store) ConfirmTOTP(ctx context.Context, userID string, step int64) (tim
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE mfa_recovery_codes SET pending = false WHERE user_id = $1`, userID); err != nil {
+			return err
+		}
+		if err := insertMail(ctx, tx, notice); err != nil {
 			return err
 		}
 		return writeEvents(ctx, tx, identity.MFAChanged(userID, true))

@@ -62,6 +62,9 @@ func TestMFA(t *testing.T) {
 		if got := eventsOf(t, env, identity.EventMFAEnabled); len(got) != 1 || got[0].Data["user_id"] != p.User.ID {
 			t.Fatalf("mfa.enabled events = %v", got)
 		}
+		if got := env.Mail(t, "ada@example.com", identity.TemplateMFAEnabledNotice); len(got) != 1 || len(got[0]) != 0 {
+			t.Fatalf("mfa_enabled_notice mails = %v, want one with no data", got)
+		}
 		var sealed []byte
 		if err := env.DB.QueryRow(ctx, `SELECT secret_sealed FROM mfa_totp WHERE user_id = $1`, p.User.ID).Scan(&sealed); err != nil {
 			t.Fatal(err)
@@ -151,6 +154,9 @@ func TestMFA(t *testing.T) {
 			}
 			if got := len(eventsOf(t, env, identity.EventMFAEnabled)); got != 2 {
 				t.Fatalf("mfa.enabled events = %d, want 2", got)
+			}
+			if got := len(env.Mail(t, "ada@example.com", identity.TemplateMFAEnabledNotice)); got != 2 {
+				t.Fatalf("mfa_enabled_notice mails = %d, want 2 (a rotation is told too)", got)
 			}
 			en = next
 		})
