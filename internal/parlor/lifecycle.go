@@ -85,10 +85,24 @@ func (s *server) reset(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/reset?done=sent", http.StatusSeeOther)
 		return
 	}
+	code := strings.TrimSpace(r.PostFormValue("code"))
 	p := &page{Title: "Reset your password", Form: map[string]string{"token": token}}
-	if err := s.api.ConfirmPasswordReset(r.Context(), token, r.PostFormValue("password")); err != nil {
+	if code != "" {
+		p.Form["mfa"] = "on"
+	}
+	if err := s.api.ConfirmPasswordReset(r.Context(), token, r.PostFormValue("password"), code); err != nil {
 		status := formFailure(p, err)
 		tokenWords(p, err, "reset")
+		// A user with two-step sign-in proves the second factor too, or
+		// the reset link alone would take their account.
+		switch CodeOf(err) {
+		case "mfa_required":
+			status, p.Error, p.Form["mfa"] = http.StatusUnprocessableEntity, "", "on"
+			p.Errors["code"] = "Your account uses two-step sign-in: enter a code from your authenticator app, or a recovery code, with your new password."
+		case "invalid_code":
+			status, p.Error, p.Form["mfa"] = http.StatusUnprocessableEntity, "", "on"
+			p.Errors["code"] = "That code is wrong or was already used. Wait for the next code, or use a recovery code."
+		}
 		s.render(w, r, status, "reset", p)
 		return
 	}

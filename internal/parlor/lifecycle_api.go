@@ -17,9 +17,15 @@ func (c *Client) RequestPasswordReset(ctx context.Context, email string) error {
 	return c.do(ctx, "", "POST", "/v1/password/reset", map[string]string{"email": email}, nil)
 }
 
-// ConfirmPasswordReset sets a new password with a reset token.
-func (c *Client) ConfirmPasswordReset(ctx context.Context, token, password string) error {
-	return c.do(ctx, "", "POST", "/v1/password/reset/confirm", map[string]string{"token": token, "password": password}, nil)
+// ConfirmPasswordReset sets a new password with a reset token; code is
+// the second factor (a TOTP or recovery code) of a user with MFA, empty
+// for the first attempt (identity answers mfa_required when it needs one).
+func (c *Client) ConfirmPasswordReset(ctx context.Context, token, password, code string) error {
+	body := map[string]string{"token": token, "password": password}
+	if code != "" {
+		body["code"] = code
+	}
+	return c.do(ctx, "", "POST", "/v1/password/reset/confirm", body, nil)
 }
 
 // RequestEmailChange asks identity to move the signed-in user to email.

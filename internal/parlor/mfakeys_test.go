@@ -70,11 +70,35 @@ func TestMFAEnrolmentAndSignIn(t *testing.T) {
 	w.post("/signin/mfa", url.Values{"challenge": {challenge[1]}, "code": {codes[1][1]}}).
 		expect(t, http.StatusGone, "This sign-in has expired")
 
+	// A password reset asks for the second factor too: the link alone
+	// must not take an account that has one. The reset ends every
+	// session, so the user signs in again (with the factor) to go on.
+	anon := newVisitor(t, base)
+	anon.post("/reset", url.Values{"email": {email}})
+	q, err := url.ParseQuery(strings.TrimPrefix(st.linkIn(t, email, "/reset"), "/reset?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const newPassword = "another horse battery"
+	anon.post("/reset", url.Values{"token": q["token"], "password": {newPassword}}).
+		expect(t, http.StatusUnprocessableEntity, "Your account uses two-step sign-in", "Authentication code")
+	anon.post("/reset", url.Values{"token": q["token"], "password": {newPassword}, "code": {"abcde-fghjk"}}).
+		expect(t, http.StatusUnprocessableEntity, "That code is wrong or was already used")
+	if a := anon.post("/reset", url.Values{"token": q["token"], "password": {newPassword}, "code": {codes[3][1]}}); a.Status != http.StatusSeeOther {
+		t.Fatalf("reset with a recovery code: %d\n%s", a.Status, visibleText(a.Body))
+	}
+	v = newVisitor(t, base)
+	step = v.post("/signin", url.Values{"email": {email}, "password": {newPassword}}).expect(t, http.StatusOK, "Enter the 6-digit code")
+	challenge = regexp.MustCompile(`name="challenge" value="([^"]+)"`).FindStringSubmatch(step.Body)
+	if a := v.post("/signin/mfa", url.Values{"challenge": {challenge[1]}, "code": {codes[4][1]}, "next": {"/app"}}); a.Status != http.StatusSeeOther {
+		t.Fatalf("sign-in after the reset: %d\n%s", a.Status, visibleText(a.Body))
+	}
+
 	if a := v.post("/app/security/mfa/disable", url.Values{"code": {codes[2][1]}}); a.Status != http.StatusSeeOther {
 		t.Fatalf("disable: %d\n%s", a.Status, visibleText(a.Body))
 	}
 	x := newVisitor(t, base)
-	if a := x.post("/signin", url.Values{"email": {email}, "password": {"correct horse battery"}}); a.Status != http.StatusSeeOther {
+	if a := x.post("/signin", url.Values{"email": {email}, "password": {newPassword}}); a.Status != http.StatusSeeOther {
 		t.Fatalf("sign-in after disabling: %d\n%s", a.Status, visibleText(a.Body))
 	}
 }
