@@ -96,12 +96,32 @@ func Sign(secret, id string, ts int64, body []byte) (string, error) {
 // ErrAddressRefused is a connection to an address endpoints may not reach.
 var ErrAddressRefused = errors.New("the endpoint's address is loopback, private or link-local")
 
+// ClientOptions configure the delivery client.
+type ClientOptions struct {
+	// Development admits loopback addresses (COURIER_ENV=development).
+	Development bool
+	// Timeout is how long an endpoint has to answer (default Timeout).
+	Timeout time.Duration
+	// Resolver resolves endpoint host names (default the system's). The
+	// guard checks the address a connection reaches, whatever resolved it.
+	Resolver *net.Resolver
+}
+
 // NewClient returns the HTTP client deliveries use: no proxy, no
 // redirects followed (a 3xx is a failed attempt), Timeout per request,
 // and a dialer that refuses non-public addresses unless development (which
 // admits loopback only).
 func NewClient(development bool) *http.Client {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
+	return NewClientWith(ClientOptions{Development: development})
+}
+
+// NewClientWith is NewClient as o says.
+func NewClientWith(o ClientOptions) *http.Client {
+	if o.Timeout <= 0 {
+		o.Timeout = Timeout
+	}
+	development := o.Development
+	dialer := &net.Dialer{Timeout: 5 * time.Second, Resolver: o.Resolver, Control: func(_, address string, _ syscall.RawConn) error {
 		host, _, err := net.SplitHostPort(address)
 		if err != nil {
 			return ErrAddressRefused
@@ -116,12 +136,12 @@ func NewClient(development bool) *http.Client {
 		return ErrAddressRefused
 	}}
 	return &http.Client{
-		Timeout: Timeout,
+		Timeout: o.Timeout,
 		Transport: &http.Transport{
 			Proxy:                 nil,
 			DialContext:           dialer.DialContext,
 			TLSHandshakeTimeout:   5 * time.Second,
-			ResponseHeaderTimeout: Timeout,
+			ResponseHeaderTimeout: o.Timeout,
 			MaxIdleConnsPerHost:   8,
 			IdleConnTimeout:       90 * time.Second,
 		},
@@ -269,7 +289,7 @@ func (d *Deliverer) post(ctx context.Context, c courier.ClaimedDelivery) (courie
 	res, err := d.client.Do(req)
 	a.Latency = time.Since(start)
 	if err != nil {
-		a.Error = describe(err)
+		a.Error = d.describe(err)
 		return a, false
 	}
 	defer res.Body.Close()
@@ -280,12 +300,13 @@ func (d *Deliverer) post(ctx context.Context, c courier.ClaimedDelivery) (courie
 	return a, res.StatusCode >= 200 && res.StatusCode < 300
 }
 
-func describe(err error) string {
+func (d *Deliverer) describe(err error) string {
+	var ne net.Error
 	switch {
 	case errors.Is(err, ErrAddressRefused):
 		return ErrAddressRefused.Error()
-	case errors.Is(err, context.DeadlineExceeded), strings.Contains(err.Error(), "Client.Timeout"):
-		return "no answer within 10 s"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout: no answer within " + d.client.Timeout.String()
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) {
