@@ -39,7 +39,7 @@ import (
 )
 
 // scenarioNames are the scenarios `--scenario all` runs, in order.
-var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox"}
+var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "email", "webhook"}
 
 type config struct {
 	engine      string
@@ -247,6 +247,8 @@ func run(ctx context.Context, cfg config) (bool, error) {
 			res, err = b.gatewayRead(ctx)
 		case "outbox":
 			res, err = b.outbox(ctx)
+		case "email", "webhook":
+			res, err = b.courierScenario(ctx, name)
 		case "soak":
 			res, err = b.soak(ctx)
 		}
