@@ -98,6 +98,10 @@ func (o SenderOptions) Backoff(attempts int) time.Duration {
 	return min(d, o.RetryMax)
 }
 
+// BusyPoll is the send loop's pause after a claim that found work but
+// less than a batch.
+const BusyPoll = 10 * time.Millisecond
+
 // Sender is the durable send loop: it claims due messages under a lease
 // and a fresh attempt id, delivers each once through the Mailer, and
 // records the outcome only while that attempt still holds the lease. A
@@ -127,6 +131,11 @@ func (s *Sender) Run(ctx context.Context) {
 		case err != nil && ctx.Err() == nil:
 			s.logger.Warn("send loop: claim failed", "error", err.Error())
 			wait = min(wait*2, 10*time.Second)
+		case err == nil && n > 0:
+			// More is likely on its way (messages arrive in streams): look
+			// again soon rather than after a whole Poll, which held the
+			// last messages of a burst back by up to Poll.
+			wait = min(s.opts.Poll, BusyPoll)
 		case err == nil:
 			wait = s.opts.Poll
 		}
