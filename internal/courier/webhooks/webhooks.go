@@ -52,7 +52,7 @@ func NewConsumer(ctx context.Context, db *sqldb.DB, js jetstream.JetStream, logg
 // (about 1,000 events/s on SQLite, with the delivery loop beside it);
 // three copies overlap them (about 2,000/s). The stream hands each event to
 // one copy, as it does across replicas.
-const Consumers = 3
+const Consumers = 4
 
 // Consume connects to eventsURL and runs Consumers copies of the consumer
 // until ctx is done. A broker that is down, at start or later, is waited
