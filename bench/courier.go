@@ -242,12 +242,12 @@ func (b *bench) email(ctx context.Context) (*Scenario, error) {
 			return nil
 		}
 	}
-	// sent counts what reached the sink since the harness last caught up
-	// with courier, so a round's figure holds only its own messages.
-	var delivered int64
-	var bareErrors int64
+	// Each courier round waits until the sink has every message it
+	// accepted, so the next round (or the bare loop) starts from a caught-up
+	// courier and a round's figure holds only its own messages.
+	var delivered, bareErrors int64
 	d := b.cfg.duration / time.Duration(b.cfg.rounds)
-	var deliveredByRound rounds
+	// deliveredBest and ratioByRound hold, per round, the best level's.
 	ratioByRound := make(rounds, b.cfg.rounds)
 	deliveredBest := make(rounds, b.cfg.rounds)
 	for _, c := range b.cfg.levels {
@@ -318,7 +318,7 @@ func (b *bench) email(ctx context.Context) (*Scenario, error) {
 			s.Notes = append(s.Notes, fmt.Sprintf("%d clients: %d messages reached the SMTP server for %d accepted", c, sent, acc))
 		}
 	}
-	deliveredByRound = deliveredBest
+	deliveredByRound := deliveredBest
 	s.Ratio = ratioByRound.median()
 	rate := func(v float64) string { return fmt.Sprintf("%.0f/s", v) }
 	if b.cfg.engine == "sqlite" {
