@@ -89,6 +89,9 @@ type Claimed struct {
 	CreatedAt  time.Time
 }
 
+// Attempt names one send attempt of one message.
+type Attempt struct{ ID, AttemptID string }
+
 // Suppression is an address courier no longer writes to.
 type Suppression struct {
 	ID        string
@@ -124,6 +127,9 @@ type Store interface {
 	// next attempt's time. Each applies only while attemptID still holds
 	// the lease, and reports whether it did.
 	Delivered(ctx context.Context, id, attemptID string) (bool, error)
+	// DeliveredAll is Delivered for several attempts in one transaction;
+	// it reports, per attempt, whether it still held its message.
+	DeliveredAll(ctx context.Context, attempts []Attempt) ([]bool, error)
 	Bounced(ctx context.Context, id, attemptID, detail string) (bool, error)
 	Failed(ctx context.Context, id, attemptID, detail string) (bool, error)
 	Retry(ctx context.Context, id, attemptID, detail string, at time.Time) (bool, error)

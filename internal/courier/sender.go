@@ -40,7 +40,7 @@ type SenderOptions struct {
 	// From is the From header (COURIER_MAIL_FROM).
 	From string
 	// Batch is how many messages one claim takes (default 50), Workers how
-	// many are delivered at once (default 4).
+	// many are delivered at once (default 16).
 	Batch, Workers int
 	// Lease is how long a claimed message stays this attempt's (default
 	// 2m): longer than any delivery may take, since a message whose lease
@@ -64,7 +64,7 @@ func (o SenderOptions) withDefaults() SenderOptions {
 		o.Batch = 50
 	}
 	if o.Workers <= 0 {
-		o.Workers = 4
+		o.Workers = 16
 	}
 	if o.Lease <= 0 {
 		o.Lease = 2 * time.Minute
@@ -98,6 +98,10 @@ func (o SenderOptions) Backoff(attempts int) time.Duration {
 	return min(d, o.RetryMax)
 }
 
+// BusyPoll is the send loop's pause after a claim that found work but
+// less than a batch.
+const BusyPoll = 10 * time.Millisecond
+
 // Sender is the durable send loop: it claims due messages under a lease
 // and a fresh attempt id, delivers each once through the Mailer, and
 // records the outcome only while that attempt still holds the lease. A
@@ -127,6 +131,11 @@ func (s *Sender) Run(ctx context.Context) {
 		case err != nil && ctx.Err() == nil:
 			s.logger.Warn("send loop: claim failed", "error", err.Error())
 			wait = min(wait*2, 10*time.Second)
+		case err == nil && n > 0:
+			// More is likely on its way (messages arrive in streams): look
+			// again soon rather than after a whole Poll, which held the
+			// last messages of a burst back by up to Poll.
+			wait = min(s.opts.Poll, BusyPoll)
 		case err == nil:
 			wait = s.opts.Poll
 		}
@@ -150,11 +159,19 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	work := make(chan Claimed)
-	var wg sync.WaitGroup
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		delivered []Attempt
+	)
 	for range min(s.opts.Workers, len(claimed)) {
 		wg.Go(func() {
 			for c := range work {
-				s.deliver(ctx, c)
+				if s.deliver(ctx, c) {
+					mu.Lock()
+					delivered = append(delivered, Attempt{ID: c.ID, AttemptID: c.AttemptID})
+					mu.Unlock()
+				}
 			}
 		})
 	}
@@ -163,13 +180,39 @@ func (s *Sender) SendDue(ctx context.Context) (int, error) {
 	}
 	close(work)
 	wg.Wait()
+	s.recordDelivered(ctx, delivered)
 	return len(claimed), nil
 }
 
-// deliver makes the one delivery of attempt c.AttemptID and records it.
-// Outcomes are recorded on a context that outlives ctx's cancellation, so
-// a stopping process does not drop an answer the mail system gave.
-func (s *Sender) deliver(ctx context.Context, c Claimed) {
+// recordDelivered records the batch's accepted messages in one
+// transaction (a transaction each held the send loop to what SQLite's
+// one writer commits). Should it fail, or the process die before it, the
+// leases end and those messages go out again under new attempt ids: at
+// least once, as always.
+func (s *Sender) recordDelivered(ctx context.Context, done []Attempt) {
+	if len(done) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	ok, err := s.store.DeliveredAll(ctx, done)
+	if err != nil {
+		s.logger.Error("send loop: recording the deliveries failed", "error", err.Error(), "messages", len(done))
+		return
+	}
+	for i, held := range ok {
+		if !held {
+			s.logger.Warn("send loop: the attempt lost its lease before its outcome was recorded", "email_id", done[i].ID, "attempt_id", done[i].AttemptID)
+		}
+	}
+}
+
+// deliver makes the one delivery of attempt c.AttemptID and records it,
+// except an acceptance, which it reports for SendDue to record with the
+// batch's. Outcomes are recorded on a context that outlives ctx's
+// cancellation, so a stopping process does not drop an answer the mail
+// system gave.
+func (s *Sender) deliver(ctx context.Context, c Claimed) (accepted bool) {
 	log := s.logger.With("email_id", c.ID, "attempt_id", c.AttemptID)
 	data, err := s.svc.OpenData(c)
 	if err != nil {
@@ -192,7 +235,7 @@ func (s *Sender) deliver(ctx context.Context, c Claimed) {
 	var de *DeliveryError
 	switch {
 	case err == nil:
-		s.record(ctx, log, func(ctx context.Context) (bool, error) { return s.store.Delivered(ctx, c.ID, c.AttemptID) })
+		return true
 	case errors.As(err, &de) && de.Permanent:
 		log.Info("send loop: refused permanently", "detail", de.Detail)
 		s.record(ctx, log, func(ctx context.Context) (bool, error) { return s.store.Bounced(ctx, c.ID, c.AttemptID, de.Detail) })
@@ -208,6 +251,7 @@ func (s *Sender) deliver(ctx context.Context, c Claimed) {
 		log.Info("send loop: temporary failure", "detail", detail, "next_attempt_at", next)
 		s.record(ctx, log, func(ctx context.Context) (bool, error) { return s.store.Retry(ctx, c.ID, c.AttemptID, detail, next) })
 	}
+	return false
 }
 
 func (s *Sender) jittered(attempts int) time.Duration {

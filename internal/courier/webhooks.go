@@ -108,11 +108,19 @@ type WebhookStore interface {
 	RetryDelivery(ctx context.Context, accountID, endpointID, id string) (Delivery, error)
 
 	ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]ClaimedDelivery, error)
-	// RecordAttempt records an attempt's outcome while attemptID holds the
-	// delivery: success, or a failure retried at next (nil: failed for
-	// good). It disables the endpoint when its deliveries have all failed
-	// for DisableAfter.
-	RecordAttempt(ctx context.Context, d ClaimedDelivery, a DeliveryAttempt, ok bool, next *time.Time) error
+	// RecordAttempts records attempts' outcomes, in one transaction, each
+	// only while its attempt id still holds the delivery: success, or a
+	// failure retried at Next (nil: failed for good). It disables an
+	// endpoint when its deliveries have all failed for DisableAfter.
+	RecordAttempts(ctx context.Context, outcomes []AttemptOutcome) error
+}
+
+// AttemptOutcome is one attempt's result, for WebhookStore.RecordAttempts.
+type AttemptOutcome struct {
+	Delivery ClaimedDelivery
+	Attempt  DeliveryAttempt
+	OK       bool
+	Next     *time.Time
 }
 
 // AccountIdentity answers a caller's role in an account.

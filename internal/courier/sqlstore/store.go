@@ -237,16 +237,41 @@ func finish(ctx context.Context, tx *sqldb.Tx, id, attemptID, status string) (te
 func (s *Store) Delivered(ctx context.Context, id, attemptID string) (bool, error) {
 	var ok bool
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		template, to, attempts, done, err := finish(ctx, tx, id, attemptID, courier.StatusDelivered)
-		if ok = done; err != nil || !done {
-			return err
-		}
-		if err := addHistory(ctx, tx, id, courier.StatusDelivered, "", &attemptID); err != nil {
-			return err
-		}
-		return writeEvents(ctx, tx, courier.DeliveredEvent(id, template, to, attempts))
+		var err error
+		ok, err = delivered(ctx, tx, id, attemptID)
+		return err
 	})
 	return ok, err
+}
+
+// DeliveredAll implements courier.Store: one transaction for a batch, as
+// every transaction waits its turn for SQLite's one writer.
+func (s *Store) DeliveredAll(ctx context.Context, attempts []courier.Attempt) ([]bool, error) {
+	ok := make([]bool, len(attempts))
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		for i, a := range attempts {
+			var err error
+			if ok[i], err = delivered(ctx, tx, a.ID, a.AttemptID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return make([]bool, len(attempts)), err
+	}
+	return ok, nil
+}
+
+func delivered(ctx context.Context, tx *sqldb.Tx, id, attemptID string) (bool, error) {
+	template, to, attempts, done, err := finish(ctx, tx, id, attemptID, courier.StatusDelivered)
+	if err != nil || !done {
+		return false, err
+	}
+	if err := addHistory(ctx, tx, id, courier.StatusDelivered, "", &attemptID); err != nil {
+		return false, err
+	}
+	return true, writeEvents(ctx, tx, courier.DeliveredEvent(id, template, to, attempts))
 }
 
 // Bounced implements courier.Store: the message is bounced and its

@@ -325,41 +325,59 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 	return out, err
 }
 
-// RecordAttempt implements courier.WebhookStore.
-func (s *Store) RecordAttempt(ctx context.Context, d courier.ClaimedDelivery, a courier.DeliveryAttempt, ok bool, next *time.Time) error {
+// RecordAttempts implements courier.WebhookStore. One transaction for a
+// whole batch: on SQLite every transaction serialises on the one writer,
+// so a transaction per attempt capped deliveries at what the commits
+// allowed.
+func (s *Store) RecordAttempts(ctx context.Context, outcomes []courier.AttemptOutcome) error {
+	if len(outcomes) == 0 {
+		return nil
+	}
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		status, nextAt := courier.DeliverySucceeded, tx.Now
-		switch {
-		case ok:
-		case next != nil:
-			status, nextAt = courier.DeliveryPending, sqldb.Timestamp(*next)
-		default:
-			status = courier.DeliveryFailed
+		for _, o := range outcomes {
+			if err := recordAttempt(ctx, tx, o); err != nil {
+				return err
+			}
 		}
-		res, err := tx.Exec(ctx, `
-			UPDATE webhook_deliveries SET status = $3, next_attempt_at = $4, updated_at = $5
-			WHERE id = $1 AND attempt_id = $2 AND status = 'pending'`, d.ID, d.AttemptID, status, nextAt, tx.Now)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return nil // the lease passed to another attempt
-		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO webhook_attempts (delivery_id, at, status_code, latency_ms, response, error) VALUES ($1, $2, $3, $4, $5, $6)`,
-			d.ID, sqldb.Timestamp(a.At), a.StatusCode, a.Latency.Milliseconds(), a.Response, a.Error); err != nil {
-			return err
-		}
-		if ok {
-			_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1`, d.EndpointID)
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL`, d.EndpointID, tx.Now); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `
-			UPDATE webhook_endpoints SET disabled = true, disabled_reason = 'every delivery failed for 5 days', updated_at = $2
-			WHERE id = $1 AND NOT disabled AND failing_since <= $3`, d.EndpointID, tx.Now, tx.Now.Add(-courier.DisableAfter))
-		return err
+		return nil
 	})
+}
+
+func recordAttempt(ctx context.Context, tx *sqldb.Tx, o courier.AttemptOutcome) error {
+	d, a := o.Delivery, o.Attempt
+	status, nextAt := courier.DeliverySucceeded, tx.Now
+	switch {
+	case o.OK:
+	case o.Next != nil:
+		status, nextAt = courier.DeliveryPending, sqldb.Timestamp(*o.Next)
+	default:
+		status = courier.DeliveryFailed
+	}
+	res, err := tx.Exec(ctx, `
+		UPDATE webhook_deliveries SET status = $3, next_attempt_at = $4, updated_at = $5
+		WHERE id = $1 AND attempt_id = $2 AND status = 'pending'`, d.ID, d.AttemptID, status, nextAt, tx.Now)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return nil // the lease passed to another attempt
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO webhook_attempts (delivery_id, at, status_code, latency_ms, response, error) VALUES ($1, $2, $3, $4, $5, $6)`,
+		d.ID, sqldb.Timestamp(a.At), a.StatusCode, a.Latency.Milliseconds(), a.Response, a.Error); err != nil {
+		return err
+	}
+	if o.OK {
+		// Only when it was failing: a success to a healthy endpoint writes
+		// nothing to the endpoint's row, which every delivery to it shares.
+		_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, d.EndpointID)
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL`, d.EndpointID, tx.Now); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `
+		UPDATE webhook_endpoints SET disabled = true, disabled_reason = 'every delivery failed for 5 days', updated_at = $2
+		WHERE id = $1 AND NOT disabled AND failing_since <= $3`, d.EndpointID, tx.Now, tx.Now.Add(-courier.DisableAfter))
+	return err
 }

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -567,4 +568,149 @@ func TestWebhookRoutesRefuse(t *testing.T) {
 	for _, r := range routes {
 		e.api.Code(r.method, e.path(r.path), r.body, 503, "unavailable", owner)
 	}
+}
+
+// deliveryLog is an endpoint's delivery log as the API answers it.
+type deliveryLog struct {
+	Deliveries []struct {
+		Status        string     `json:"status"`
+		NextAttemptAt *time.Time `json:"next_attempt_at"`
+		Attempts      []struct {
+			At         time.Time `json:"at"`
+			StatusCode *int      `json:"status_code"`
+			LatencyMS  int64     `json:"latency_ms"`
+			Error      string    `json:"error"`
+		} `json:"attempts"`
+	} `json:"deliveries"`
+}
+
+func (e *env) deliveryLog(endpointID string) deliveryLog {
+	e.t.Helper()
+	var log deliveryLog
+	e.api.JSON("GET", e.path("/"+endpointID+"/deliveries"), "", 200, &log, openapitest.Bearer(e.owner))
+	return log
+}
+
+// TestTimeoutIsRetriedOnTheSchedule: a receiver that does not answer
+// within the client's timeout twice, then answers. Each silent attempt is
+// logged as a timeout (no status code), its retry is scheduled by the
+// schedule's step for that attempt, and the third attempt succeeds once.
+func TestTimeoutIsRetriedOnTheSchedule(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine, true)
+		r := &receiver{got: map[string]int{}}
+		var calls atomic.Int32
+		r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if calls.Add(1) <= 2 {
+				// Silent until the client gives up and closes the connection.
+				select {
+				case <-req.Context().Done():
+				case <-time.After(10 * time.Second):
+				}
+				return
+			}
+			r.serve(w, req)
+		}))
+		t.Cleanup(r.Close)
+		c := e.createEndpoint(r.URL+"/hook", "identity.member.joined")
+		r.secret = c.Secret
+		e.runConsumer()
+		id := e.publish("identity.member.joined", e.accountID)
+		const timeout = 200 * time.Millisecond
+		schedule := []time.Duration{700 * time.Millisecond, 1100 * time.Millisecond, time.Hour, time.Hour, time.Hour, time.Hour, time.Hour}
+		d := webhooks.NewDeliverer(e.store, e.hooks, webhooks.NewClientWith(webhooks.ClientOptions{Development: true, Timeout: timeout}),
+			webhooks.Options{Schedule: schedule, Poll: 5 * time.Millisecond}, discard())
+		for attempt := 1; attempt <= 2; attempt++ {
+			var log deliveryLog
+			testutil.Eventually(t, 10*time.Second, fmt.Sprintf("timed-out attempt %d", attempt), func() bool {
+				d.DeliverDue(context.Background())
+				log = e.deliveryLog(c.Endpoint.ID)
+				return len(log.Deliveries) == 1 && len(log.Deliveries[0].Attempts) == attempt
+			})
+			dl := log.Deliveries[0]
+			a := dl.Attempts[attempt-1]
+			if a.StatusCode != nil || !strings.HasPrefix(a.Error, "timeout") || a.LatencyMS < timeout.Milliseconds() {
+				t.Errorf("attempt %d = %+v, want a timeout after at least %s without a status", attempt, a, timeout)
+			}
+			if dl.Status != "pending" || dl.NextAttemptAt == nil {
+				t.Fatalf("after attempt %d: %+v, want pending with a next attempt", attempt, dl)
+			}
+			// The next attempt is the schedule's step after this one
+			// (taken from when it started, so its latency adds to it).
+			gap := dl.NextAttemptAt.Sub(a.At)
+			if step := schedule[attempt-1]; gap < step || gap > step+5*time.Second {
+				t.Errorf("attempt %d: next attempt %s after it, want the schedule's %s", attempt, gap, step)
+			}
+		}
+		testutil.Eventually(t, 10*time.Second, "the delivery after two timeouts", func() bool {
+			d.DeliverDue(context.Background())
+			return r.count(id) == 1
+		})
+		log := e.deliveryLog(c.Endpoint.ID)
+		if dl := log.Deliveries[0]; dl.Status != "succeeded" || len(dl.Attempts) != 3 || dl.Attempts[2].StatusCode == nil || *dl.Attempts[2].StatusCode != 200 {
+			t.Errorf("log = %+v, want succeeded on the third attempt", log)
+		}
+		if n := calls.Load(); n != 3 || r.bad != 0 {
+			t.Errorf("receiver saw %d requests (%d with a bad signature), want 3 good ones", n, r.bad)
+		}
+	})
+}
+
+// TestAddressGuardOnResolvedNames: an endpoint named by a host name
+// passes validation, but the name resolves (over real DNS) to a loopback,
+// private or link-local address; outside development no connection is
+// made, and the refusal is the attempt's logged error. The same resolver
+// in development reaches the loopback receiver, so the refusals are the
+// guard's and not a failed lookup.
+func TestAddressGuardOnResolvedNames(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine, false)
+		dns := startDNS(t, map[string]string{
+			"hooks.customer.test":    "127.0.0.1",
+			"intranet.customer.test": "10.20.30.40",
+			"metadata.customer.test": "169.254.169.254",
+		})
+		r := newReceiver(t)
+		_, port, _ := strings.Cut(strings.TrimPrefix(r.URL, "http://"), ":")
+
+		dev := webhooks.NewClientWith(webhooks.ClientOptions{Development: true, Resolver: dns.resolver()})
+		res, err := dev.Get("http://hooks.customer.test:" + port + "/ping")
+		if err != nil {
+			t.Fatalf("development client through the test resolver: %v", err)
+		}
+		res.Body.Close()
+		r.mu.Lock()
+		reached := r.bad
+		r.mu.Unlock()
+		if reached != 1 {
+			t.Fatalf("the receiver saw %d unsigned requests, want the development client's 1", reached)
+		}
+
+		prod := webhooks.NewClientWith(webhooks.ClientOptions{Resolver: dns.resolver()})
+		for _, name := range []string{"hooks.customer.test:" + port, "intranet.customer.test", "metadata.customer.test"} {
+			if _, err := prod.Get("http://" + name + "/"); !errors.Is(err, webhooks.ErrAddressRefused) {
+				t.Errorf("GET http://%s/ = %v, want the address refusal", name, err)
+			}
+		}
+
+		c := e.createEndpoint("https://hooks.customer.test:"+port+"/hook", "identity.member.joined")
+		r.secret = c.Secret
+		e.runConsumer()
+		e.publish("identity.member.joined", e.accountID)
+		d := webhooks.NewDeliverer(e.store, e.hooks, prod, webhooks.Options{Schedule: fastSchedule, Poll: 5 * time.Millisecond}, discard())
+		var log deliveryLog
+		testutil.Eventually(t, 10*time.Second, "a refused attempt", func() bool {
+			d.DeliverDue(context.Background())
+			log = e.deliveryLog(c.Endpoint.ID)
+			return len(log.Deliveries) == 1 && len(log.Deliveries[0].Attempts) > 0
+		})
+		if a := log.Deliveries[0].Attempts[0]; a.StatusCode != nil || !strings.Contains(a.Error, "loopback, private or link-local") {
+			t.Errorf("attempt = %+v, want the address refusal", a)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.bodies) != 0 || r.bad != 1 {
+			t.Errorf("the loopback receiver was reached outside development (%d deliveries, %d unsigned)", len(r.bodies), r.bad)
+		}
+	})
 }

@@ -1,0 +1,150 @@
+package webhooks_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+
+	"github.com/platformco/platform/internal/courier"
+	"github.com/platformco/platform/internal/courier/sqlstore"
+	"github.com/platformco/platform/internal/courier/webhooks"
+	"github.com/platformco/platform/internal/events"
+	"github.com/platformco/platform/internal/events/consumer"
+	"github.com/platformco/platform/internal/events/eventstest"
+	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/sqldb/sqltest"
+)
+
+// benchRig is one endpoint of one account on a fresh database, with a
+// receiver that answers 204 and counts.
+type benchRig struct {
+	db       *sqldb.DB
+	store    *sqlstore.Store
+	hooks    *courier.Webhooks
+	account  string
+	received atomic.Int64
+}
+
+func newBenchRig(b *testing.B, engine sqldb.Engine) *benchRig {
+	db := sqltest.Open(b, engine, sqlstore.Migrations)
+	if _, err := consumer.Migrate(context.Background(), db); err != nil {
+		b.Fatal(err)
+	}
+	r := &benchRig{db: db, store: sqlstore.New(db), account: uuid.NewString()}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		r.received.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	b.Cleanup(srv.Close)
+	sealer, _ := courier.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	r.hooks = courier.NewWebhooks(r.store, nil, sealer, true)
+	id := uuid.NewString()
+	if _, err := r.store.CreateEndpoint(context.Background(), courier.Endpoint{ID: id, AccountID: r.account, URL: srv.URL + "/hook",
+		EventTypes: []string{"identity.member.joined"}}, sealer.Seal(id, []byte(courier.NewSecret()))); err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+func (r *benchRig) envelope() events.Envelope {
+	return events.Envelope{SpecVersion: "1.0", ID: uuid.NewString(), Type: "identity.member.joined", Source: "identity", Subject: r.account,
+		Time: time.Now().UTC(), Data: json.RawMessage(`{"account_id":"` + r.account + `","user_id":"` + uuid.NewString() + `","role":"member"}`)}
+}
+
+func (r *benchRig) waitReceived(b *testing.B, want int64) {
+	deadline := time.Now().Add(5 * time.Minute)
+	for r.received.Load() < want {
+		if time.Now().After(deadline) {
+			b.Fatalf("received %d of %d", r.received.Load(), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// BenchmarkDeliverer: pending deliveries to one endpoint, claimed, POSTed
+// and recorded by one delivery loop (deliveries/s).
+func BenchmarkDeliverer(b *testing.B) {
+	for _, engine := range sqltest.Engines() {
+		b.Run(string(engine), func(b *testing.B) {
+			r := newBenchRig(b, engine)
+			for start := 0; start < b.N; start += 500 {
+				if err := r.db.InTx(context.Background(), func(tx *sqldb.Tx) error {
+					for range min(500, b.N-start) {
+						if err := sqlstore.Enqueue(context.Background(), tx, r.envelope()); err != nil {
+							return err
+						}
+					}
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			d := webhooks.NewDeliverer(r.store, r.hooks, webhooks.NewClient(true), webhooks.Options{}, discard())
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			b.ResetTimer()
+			start := time.Now()
+			go func() { d.Run(ctx); close(done) }()
+			r.waitReceived(b, int64(b.N))
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "deliveries/s")
+			cancel()
+			<-done
+		})
+	}
+}
+
+// BenchmarkPipeline: events published to the stream, through the
+// consumer (as many copies as Consume runs) and the delivery loop, to the
+// receiver (deliveries/s).
+func BenchmarkPipeline(b *testing.B) {
+	for _, engine := range sqltest.Engines() {
+		b.Run(string(engine), func(b *testing.B) {
+			r := newBenchRig(b, engine)
+			broker := eventstest.Embedded(b)
+			_, js := eventstest.Connect(b, broker)
+			var cs []*consumer.Consumer
+			for range webhooks.Consumers {
+				c, err := webhooks.NewConsumer(context.Background(), r.db, js, discard())
+				if err != nil {
+					b.Fatal(err)
+				}
+				cs = append(cs, c)
+			}
+			d := webhooks.NewDeliverer(r.store, r.hooks, webhooks.NewClient(true), webhooks.Options{}, discard())
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{}, 1+len(cs))
+			b.ResetTimer()
+			start := time.Now()
+			for _, c := range cs {
+				go func() { _ = c.Run(ctx); done <- struct{}{} }()
+			}
+			go func() { d.Run(ctx); done <- struct{}{} }()
+			for range b.N {
+				e := r.envelope()
+				body, _ := json.Marshal(e)
+				msg := nats.NewMsg(broker.Stream.Subject(e.Type))
+				msg.Data = body
+				msg.Header.Set("Nats-Msg-Id", e.ID)
+				if _, err := js.PublishMsgAsync(msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			<-js.PublishAsyncComplete()
+			r.waitReceived(b, int64(b.N))
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "deliveries/s")
+			cancel()
+			for range 1 + len(cs) {
+				<-done
+			}
+		})
+	}
+}
