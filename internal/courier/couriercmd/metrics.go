@@ -3,7 +3,6 @@ package couriercmd
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/platformco/platform/internal/courier"
 	"github.com/platformco/platform/internal/observe"
@@ -71,15 +70,17 @@ type countedDeliveries struct {
 	deliveries *observe.Outcomes
 }
 
-func (c countedDeliveries) RecordAttempt(ctx context.Context, d courier.ClaimedDelivery, a courier.DeliveryAttempt, ok bool, next *time.Time) error {
-	err := c.WebhookStore.RecordAttempt(ctx, d, a, ok, next)
-	switch {
-	case ok:
-		c.deliveries.Inc("delivered")
-	case next != nil:
-		c.deliveries.Inc("retrying")
-	default:
-		c.deliveries.Inc("failed")
+func (c countedDeliveries) RecordAttempts(ctx context.Context, outcomes []courier.AttemptOutcome) error {
+	err := c.WebhookStore.RecordAttempts(ctx, outcomes)
+	for _, o := range outcomes {
+		switch {
+		case o.OK:
+			c.deliveries.Inc("delivered")
+		case o.Next != nil:
+			c.deliveries.Inc("retrying")
+		default:
+			c.deliveries.Inc("failed")
+		}
 	}
 	return err
 }
