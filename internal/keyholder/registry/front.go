@@ -37,6 +37,7 @@ var passHeaders = []string{"Content-Type", "Content-Length", "Content-Range", "A
 type Front struct {
 	svc      *keyholder.Service
 	upstream *Upstream
+	reach    *reachCache
 	realm    string
 	logger   *slog.Logger
 }
@@ -44,7 +45,7 @@ type Front struct {
 // New returns the /v2 front. realm names the Basic challenge (the public
 // registry host).
 func New(svc *keyholder.Service, upstream *Upstream, realm string, logger *slog.Logger) *Front {
-	return &Front{svc: svc, upstream: upstream, realm: realm, logger: logger}
+	return &Front{svc: svc, upstream: upstream, reach: newReachCache(upstream), realm: realm, logger: logger}
 }
 
 type ociError struct {
@@ -154,8 +155,8 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // inRange returns repo's tags that are versions inside rng, newest first.
-func (f *Front) inRange(ctx context.Context, repo string, rng semver.Range) ([]string, error) {
-	all, err := f.upstream.Tags(ctx, repo)
+func inRange(ctx context.Context, u *Upstream, repo string, rng semver.Range) ([]string, error) {
+	all, err := u.Tags(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +195,7 @@ func (f *Front) tags(w http.ResponseWriter, r *http.Request, route Route, rng se
 		}
 		n = v
 	}
-	tags, err := f.inRange(r.Context(), route.Name, rng)
+	tags, err := inRange(r.Context(), f.upstream, route.Name, rng)
 	if err != nil {
 		f.upstreamFailed(w, r, err, codeNameUnknown)
 		return
@@ -226,32 +227,6 @@ func (f *Front) tags(w http.ResponseWriter, r *http.Request, route Route, rng se
 	}{route.Name, tags})
 }
 
-// reachable reports whether target (a manifest, or a blob when wantBlob)
-// hangs off one of the in-range tags.
-func (f *Front) reachable(ctx context.Context, repo string, rng semver.Range, target string, wantBlob bool) (bool, error) {
-	tags, err := f.inRange(ctx, repo, rng)
-	if err != nil {
-		return false, err
-	}
-	for _, tag := range tags {
-		root, err := f.upstream.TagDigest(ctx, repo, tag)
-		if errors.Is(err, errNotFound) {
-			continue
-		}
-		if err != nil {
-			return false, err
-		}
-		ok, err := f.upstream.reaches(ctx, repo, root, target, wantBlob, 0)
-		if errors.Is(err, errNotFound) {
-			continue
-		}
-		if ok || err != nil {
-			return ok, err
-		}
-	}
-	return false, nil
-}
-
 func (f *Front) manifest(w http.ResponseWriter, r *http.Request, route Route, cred keyholder.Credential, rng semver.Range) {
 	byTag := !IsDigest(route.Reference)
 	if byTag {
@@ -260,7 +235,7 @@ func (f *Front) manifest(w http.ResponseWriter, r *http.Request, route Route, cr
 			return
 		}
 	} else {
-		ok, err := f.reachable(r.Context(), route.Name, rng, route.Reference, false)
+		ok, err := f.reach.reachable(r.Context(), route.Name, rng, route.Reference, false)
 		if err != nil && !errors.Is(err, errNotFound) {
 			f.upstreamFailed(w, r, err, codeManifestUnknown)
 			return
@@ -327,7 +302,7 @@ func (f *Front) manifest(w http.ResponseWriter, r *http.Request, route Route, cr
 }
 
 func (f *Front) blob(w http.ResponseWriter, r *http.Request, route Route, rng semver.Range) {
-	ok, err := f.reachable(r.Context(), route.Name, rng, route.Reference, true)
+	ok, err := f.reach.reachable(r.Context(), route.Name, rng, route.Reference, true)
 	if err != nil && !errors.Is(err, errNotFound) {
 		f.upstreamFailed(w, r, err, codeBlobUnknown)
 		return

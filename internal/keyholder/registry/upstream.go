@@ -253,41 +253,6 @@ func parseNode(body []byte) (node, error) {
 	return n, nil
 }
 
-// reaches reports whether the manifest root of repo references target: as
-// itself or a manifest below it (wantBlob false), or as a blob of one of
-// them (wantBlob true). Indexes nest at most a few levels; depth bounds a
-// malicious cycle.
-func (u *Upstream) reaches(ctx context.Context, repo, root, target string, wantBlob bool, depth int) (bool, error) {
-	if !wantBlob && root == target {
-		return true, nil
-	}
-	if depth > 4 {
-		return false, nil
-	}
-	n, err := u.resolve(ctx, repo, root)
-	if err != nil {
-		return false, err
-	}
-	if wantBlob {
-		for _, b := range n.blobs {
-			if b == target {
-				return true, nil
-			}
-		}
-	}
-	for _, m := range n.manifests {
-		ok, err := u.reaches(ctx, repo, m, target, wantBlob, depth+1)
-		if errors.Is(err, errNotFound) {
-			// An index may name platforms that were never pushed.
-			continue
-		}
-		if ok || err != nil {
-			return ok, err
-		}
-	}
-	return false, nil
-}
-
 // TagDigest returns the digest of the manifest repo's tag names.
 func (u *Upstream) TagDigest(ctx context.Context, repo, tag string) (string, error) {
 	resp, err := u.do(ctx, http.MethodHead, "/v2/"+repo+"/manifests/"+tag, http.Header{"Accept": {manifestAccept}})
