@@ -327,7 +327,7 @@ func (f *Front) blob(w http.ResponseWriter, r *http.Request, route Route, rng se
 	if rg := r.Header.Get("Range"); rg != "" {
 		header.Set("Range", rg)
 	}
-	resp, err := f.upstream.do(r.Context(), r.Method, "/v2/"+route.Name+"/blobs/"+route.Reference, header)
+	resp, err := f.upstream.openBlob(r.Context(), r.Method, "/v2/"+route.Name+"/blobs/"+route.Reference, header)
 	if err != nil {
 		f.upstreamFailed(w, r, redact(err), codeBlobUnknown)
 		return
@@ -350,11 +350,33 @@ func (f *Front) blob(w http.ResponseWriter, r *http.Request, route Route, rng se
 	// A large layer outlasts the server's write timeout; the copy is
 	// bounded by the client instead, and streams in fixed-size chunks.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	buf := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(buf)
-	if _, err := io.CopyBuffer(w, resp.Body, *buf); err != nil && !errors.Is(err, context.Canceled) {
+	raw, ok := resp.Body.(*rawBody)
+	if rf := readerFrom(w); ok && rf != nil {
+		_, err = raw.copyTo(w, rf)
+	} else {
+		buf := copyBuffers.Get().(*[]byte)
+		defer copyBuffers.Put(buf)
+		_, err = io.CopyBuffer(w, resp.Body, *buf)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
 		f.logger.WarnContext(r.Context(), "blob stream ended early", "error", redact(err).Error(),
 			"digest", route.Reference, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+	}
+}
+
+// readerFrom is the io.ReaderFrom under w's wrappers (net/http's own
+// response, whose ReadFrom splices from a TCP source into a plain TCP
+// client), or nil.
+func readerFrom(w http.ResponseWriter) io.ReaderFrom {
+	for {
+		if rf, ok := w.(io.ReaderFrom); ok {
+			return rf
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
 	}
 }
 
