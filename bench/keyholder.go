@@ -198,7 +198,8 @@ func (b *bench) exchange(ctx context.Context, keyholderURL string, u user) (khCr
 	if err != nil || status != http.StatusCreated || token == "" {
 		return khCredential{}, fmt.Errorf("artifact fetch: %d %s %v", status, raw, err)
 	}
-	status, body, raw, err = callJSON(ctx, b.client, "POST", keyholderURL+"/v1/exchange", "", map[string]any{"capability": token})
+	// The answer holds the password: it is never printed.
+	status, body, _, err = callJSON(ctx, b.client, "POST", keyholderURL+"/v1/exchange", "", map[string]any{"capability": token})
 	cred, _ := body["credential"].(map[string]any)
 	c := khCredential{}
 	c.Username, _ = cred["username"].(string)

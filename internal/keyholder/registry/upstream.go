@@ -320,19 +320,23 @@ func (u *Upstream) openBlob(ctx context.Context, method, path string, header htt
 	release := func() error { stop(); return conn.Close() }
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	if err := req.Write(conn); err != nil {
-		release()
+		_ = release()
 		return nil, err
 	}
 	br := bufio.NewReaderSize(conn, 32<<10)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
-		release()
+		_ = release()
 		return nil, err
 	}
 	_ = conn.SetDeadline(time.Time{})
+	if ctx.Err() != nil {
+		// Ended while the deadline was being cleared.
+		_ = conn.SetDeadline(time.Now())
+	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		resp.Body.Close()
-		release()
+		_ = release()
 		return u.do(ctx, method, path, header)
 	}
 	whole := (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent) &&
