@@ -39,7 +39,7 @@ import (
 )
 
 // scenarioNames are the scenarios `--scenario all` runs, in order.
-var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "apikey", "mfa", "oidc", "observe", "email", "webhook"}
+var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "apikey", "mfa", "oidc", "observe", "email", "webhook", "manifest", "blob", "pullrss"}
 
 type config struct {
 	engine      string
@@ -67,8 +67,9 @@ const idleRest = 13 * time.Second
 // selfServers are the processes the harness runs itself as (startSelf):
 // servers it measures the platform against.
 var selfServers = map[string]func() error{
-	"serve-bare":  serveBare,
-	"serve-proxy": serveProxy,
+	"serve-bare":     serveBare,
+	"serve-proxy":    serveProxy,
+	"serve-registry": serveRegistry,
 }
 
 func firstArg() string {
@@ -257,6 +258,12 @@ func run(ctx context.Context, cfg config) (bool, error) {
 			res, err = b.mfa(ctx)
 		case "email", "webhook":
 			res, err = b.courierScenario(ctx, name)
+		case "manifest":
+			res, err = b.registryManifest(ctx)
+		case "blob":
+			res, err = b.registryBlob(ctx)
+		case "pullrss":
+			res, err = b.registryPullRSS(ctx)
 		case "soak":
 			res, err = b.soak(ctx)
 		}

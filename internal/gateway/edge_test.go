@@ -196,7 +196,7 @@ func TestUnsetUpstreamIs404(t *testing.T) {
 	h, _, g := fiveUpstreams(t, 10000, "courier", "keyholder", "parlor")
 	tok := h.token(t)
 	wantProblem(t, serve(g, "GET", "/v1/me/preferences", tok), http.StatusNotFound, "not_found")
-	wantProblem(t, serve(g, "POST", "/v1/exchange", ""), http.StatusNotFound, "not_found")
+	wantBoxError(t, serve(g, "POST", "/v1/exchange", ""), http.StatusNotFound, "not_found")
 	wantProblem(t, serve(g, "GET", "/admin", ""), http.StatusNotFound, "not_found")
 	w := serve(g, "GET", "/v2/", "")
 	wantOCIError(t, w, http.StatusNotFound, "NAME_UNKNOWN")

@@ -25,13 +25,14 @@ type Route struct {
 	env     envelope
 }
 
-// envelopeOf is each service's error contract; keyholder's /v2 routes say
-// their own.
+// envelopeOf is each service's error contract. Keyholder's /v1 answers
+// in box's envelope (it passes box's refusals on with box's codes); its
+// /v2 routes say their own.
 var envelopeOf = map[string]envelope{
 	Identity:  problemEnvelope,
 	Box:       boxEnvelope,
 	Courier:   problemEnvelope,
-	Keyholder: problemEnvelope,
+	Keyholder: boxEnvelope,
 	Parlor:    problemEnvelope,
 }
 

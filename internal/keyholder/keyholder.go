@@ -15,6 +15,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -148,6 +150,7 @@ type Service struct {
 	ttl      time.Duration
 	registry string
 	random   io.Reader
+	checked  checkedCredentials
 }
 
 // NewService returns the service. registry is the host name customers use
@@ -156,7 +159,8 @@ func NewService(store Store, box Box, identity Identity, ttl time.Duration, regi
 	if ttl <= 0 {
 		ttl = DefaultCredentialTTL
 	}
-	return &Service{store: store, box: box, identity: identity, ttl: ttl, registry: registry, random: rand.Reader}
+	return &Service{store: store, box: box, identity: identity, ttl: ttl, registry: registry, random: rand.Reader,
+		checked: checkedCredentials{m: map[string]checkedCredential{}}}
 }
 
 // Registry is the public registry host written into every credential.
@@ -231,18 +235,26 @@ func (s *Service) Authenticate(ctx context.Context, username, password string) (
 	if err != nil || u.String() != id {
 		return Credential{}, ErrBadCredential
 	}
-	c, err := s.store.Credential(ctx, id)
-	if errs.Code(err) == CodeNotFound {
-		return Credential{}, ErrBadCredential
-	}
-	if err != nil {
-		return Credential{}, err
+	now := s.store.Now()
+	c, cached := s.checked.get(id, now)
+	epoch := s.checked.epoch.Load()
+	if !cached {
+		c, err = s.store.Credential(ctx, id)
+		if errs.Code(err) == CodeNotFound {
+			return Credential{}, ErrBadCredential
+		}
+		if err != nil {
+			return Credential{}, err
+		}
 	}
 	if subtle.ConstantTimeCompare([]byte(c.PasswordDigest), []byte(digest(password))) != 1 {
 		return Credential{}, ErrBadCredential
 	}
-	if c.RevokedAt != nil || !s.store.Now().Before(c.ExpiresAt) {
+	if c.RevokedAt != nil || !now.Before(c.ExpiresAt) {
 		return Credential{}, ErrBadCredential
+	}
+	if !cached {
+		s.checked.put(c, now, epoch)
 	}
 	return c, nil
 }
@@ -254,7 +266,68 @@ func (s *Service) Revoke(ctx context.Context, username, password string) error {
 	if err != nil {
 		return err
 	}
-	return s.store.RevokeCredential(ctx, c.ID)
+	if err := s.store.RevokeCredential(ctx, c.ID); err != nil {
+		return err
+	}
+	s.checked.drop(c.ID)
+	return nil
+}
+
+// CheckedCredentialTTL bounds how long a credential found live is trusted
+// without asking the database again. A pull is a burst of requests with
+// one credential (a manifest, its config, each layer; a client resolving
+// a tag first), and the lookup was a third of keyholder's own work on a
+// manifest by tag. The password and the expiry are still checked on every
+// request; a revocation in this process drops the entry at once; one made
+// at another keyholder behind the same database takes effect here within
+// this bound.
+const CheckedCredentialTTL = 5 * time.Second
+
+// maxCheckedCredentials bounds the memory of the checked credentials;
+// past it they start over.
+const maxCheckedCredentials = 8192
+
+// checkedCredentials are credentials found live, by id, until a moment.
+type checkedCredentials struct {
+	mu sync.Mutex
+	m  map[string]checkedCredential
+	// epoch counts revocations in this process: a lookup that began
+	// before one does not keep what it read, which may predate it.
+	epoch atomic.Uint64
+}
+
+type checkedCredential struct {
+	c     Credential
+	until time.Time
+}
+
+func (k *checkedCredentials) get(id string, now time.Time) (Credential, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.m[id]
+	if !ok || !now.Before(e.until) {
+		return Credential{}, false
+	}
+	return e.c, true
+}
+
+func (k *checkedCredentials) put(c Credential, now time.Time, epoch uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.epoch.Load() != epoch {
+		return
+	}
+	if len(k.m) >= maxCheckedCredentials {
+		clear(k.m)
+	}
+	k.m[c.ID] = checkedCredential{c: c, until: now.Add(CheckedCredentialTTL)}
+}
+
+func (k *checkedCredentials) drop(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.epoch.Add(1)
+	delete(k.m, id)
 }
 
 // RecordPull records that c fetched tag's manifest, whose digest is dgst.

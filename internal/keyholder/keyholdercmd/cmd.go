@@ -15,6 +15,7 @@ import (
 	"github.com/platformco/platform/internal/box/identityclient"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/debugsrv"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/keyholder"
 	"github.com/platformco/platform/internal/keyholder/boxclient"
@@ -78,6 +79,14 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 // while the database does not answer it serves 503 until it does
 // (sqldb.Gate).
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
+	if cfg.DebugAddr != "" {
+		_, stopDebug, err := debugsrv.Start(ctx, cfg.DebugAddr, logger)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("DEBUG_ADDR: %w", err)
+		}
+		defer stopDebug()
+	}
 	db, err := sqldb.New(cfg.DatabaseURL, sqldb.Options{Timeout: cfg.DatabaseTimeout})
 	if err != nil {
 		ln.Close()

@@ -22,6 +22,9 @@ type Config struct {
 	// IdentityURL empty makes GET /v1/accounts/{id}/pulls answer 503.
 	IdentityURL string `env:"KEYHOLDER_IDENTITY_URL" rule:"url"`
 	RegistryURL string `env:"KEYHOLDER_REGISTRY_URL, required" rule:"url"`
+	// DebugAddr serves the Go runtime's profiles on a loopback listener
+	// of their own (debugsrv); empty serves none.
+	DebugAddr string `env:"DEBUG_ADDR" rule:"loopback"`
 	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
 	// its own; empty serves none.
 	MetricsAddr string `env:"METRICS_ADDR"`
