@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 )
 
@@ -20,7 +21,6 @@ func TestKeyholderV1AnswersInBoxEnvelope(t *testing.T) {
 		code         string
 	}{
 		{"ErrPullsWithoutToken", 10000, nil, "GET", "/v1/accounts/00000000-0000-4000-8000-000000000000/pulls", http.StatusUnauthorized, "unauthenticated"},
-		{"ErrCredentialsWithoutToken", 10000, nil, "DELETE", "/v1/credentials/cap_00000000-0000-4000-8000-000000000000", http.StatusUnauthorized, "unauthenticated"},
 		{"ErrExchangeUpstreamUnset", 10000, []string{"keyholder"}, "POST", "/v1/exchange", http.StatusNotFound, "not_found"},
 		{"ErrExchangeRateLimited", 1, nil, "POST", "/v1/exchange", http.StatusTooManyRequests, "rate_limited"},
 	}
@@ -42,5 +42,22 @@ func TestKeyholderV1AnswersInBoxEnvelope(t *testing.T) {
 				t.Error("a refused request reached keyholder")
 			}
 		})
+	}
+}
+
+// TestCredentialEndsWithItsOwnBasicAuth: DELETE /v1/credentials/{username}
+// carries the credential's Basic auth, not a bearer (keyholder.md §2), so
+// the edge passes it to keyholder, which checks it.
+func TestCredentialEndsWithItsOwnBasicAuth(t *testing.T) {
+	_, recs, g := fiveUpstreams(t, 10000)
+	r := httptest.NewRequest("DELETE", "/v1/credentials/cap_00000000-0000-4000-8000-000000000000", nil)
+	r.RemoteAddr = "192.0.2.50:1"
+	r.SetBasicAuth("cap_00000000-0000-4000-8000-000000000000", "secret")
+	w := httptest.NewRecorder()
+	before := recs["keyholder"].count()
+	g.ServeHTTP(w, r)
+	wantUpstream(t, w, "keyholder")
+	if recs["keyholder"].count() != before+1 {
+		t.Error("the request did not reach keyholder")
 	}
 }

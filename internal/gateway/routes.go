@@ -93,7 +93,10 @@ func Routes() []Route {
 
 	// keyholder: /v2 checks its own Basic credential, and streams blobs.
 	add(newRoute("/v1/exchange", Keyholder, true))
-	add(subtree("/v1/credentials", Keyholder)...)
+	// A customer ends a credential early with that credential's own Basic
+	// auth (keyholder.md §2), which keyholder checks, as on /v2: the edge
+	// asks no bearer for it.
+	add(newRoute("DELETE /v1/credentials/{username}", Keyholder, true))
 	add(subtree("/v1/accounts/{id}/pulls", Keyholder)...)
 	// The operator console's read of any account's pulls; the rest of
 	// /v1/operator/accounts is identity's.
