@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/platformco/platform/internal/errs"
@@ -33,17 +32,6 @@ const (
 // passHeaders are the upstream response headers a client may see.
 var passHeaders = []string{"Content-Type", "Content-Length", "Content-Range", "Accept-Ranges",
 	"Docker-Content-Digest", "Etag", "Last-Modified", "Cache-Control"}
-
-// copyBufferSize is the chunk a blob streams in. io.Copy's 32 KiB made a
-// read and a write system call per 32 KiB; a bigger chunk makes fewer
-// (blob scenario, 256 MiB layer: see bench/keyholder.go), and with 8
-// layers streaming at once it is still a few MiB in all.
-const copyBufferSize = 256 << 10
-
-var copyBuffers = sync.Pool{New: func() any {
-	b := make([]byte, copyBufferSize)
-	return &b
-}}
 
 // Front serves /v2/.
 type Front struct {
@@ -327,7 +315,7 @@ func (f *Front) blob(w http.ResponseWriter, r *http.Request, route Route, rng se
 	if rg := r.Header.Get("Range"); rg != "" {
 		header.Set("Range", rg)
 	}
-	resp, err := f.upstream.openBlob(r.Context(), r.Method, "/v2/"+route.Name+"/blobs/"+route.Reference, header)
+	resp, err := f.upstream.do(r.Context(), r.Method, "/v2/"+route.Name+"/blobs/"+route.Reference, header)
 	if err != nil {
 		f.upstreamFailed(w, r, redact(err), codeBlobUnknown)
 		return
@@ -350,33 +338,9 @@ func (f *Front) blob(w http.ResponseWriter, r *http.Request, route Route, rng se
 	// A large layer outlasts the server's write timeout; the copy is
 	// bounded by the client instead, and streams in fixed-size chunks.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	raw, ok := resp.Body.(*rawBody)
-	if rf := readerFrom(w); ok && rf != nil {
-		_, err = raw.copyTo(w, rf)
-	} else {
-		buf := copyBuffers.Get().(*[]byte)
-		defer copyBuffers.Put(buf)
-		_, err = io.CopyBuffer(w, resp.Body, *buf)
-	}
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if _, err := io.Copy(w, resp.Body); err != nil && !errors.Is(err, context.Canceled) {
 		f.logger.WarnContext(r.Context(), "blob stream ended early", "error", redact(err).Error(),
 			"digest", route.Reference, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
-	}
-}
-
-// readerFrom is the io.ReaderFrom under w's wrappers (net/http's own
-// response, whose ReadFrom splices from a TCP source into a plain TCP
-// client), or nil.
-func readerFrom(w http.ResponseWriter) io.ReaderFrom {
-	for {
-		if rf, ok := w.(io.ReaderFrom); ok {
-			return rf
-		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return nil
-		}
-		w = u.Unwrap()
 	}
 }
 

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -39,7 +38,6 @@ type Upstream struct {
 	base       string
 	user, pass string
 	http       *http.Client
-	dialer     *net.Dialer
 
 	mu    sync.Mutex
 	nodes map[string]node
@@ -62,9 +60,8 @@ var errNotFound = errors.New("upstream: not found")
 // NewUpstream returns the upstream at baseURL (http or https), reached with
 // user and pass when user is set.
 func NewUpstream(baseURL, user, pass string) *Upstream {
-	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = dialer.DialContext
+	tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	tr.ResponseHeaderTimeout = 30 * time.Second
 	tr.MaxIdleConnsPerHost = 64
 	// Layers are already compressed; asking for gzip would make the
@@ -72,7 +69,7 @@ func NewUpstream(baseURL, user, pass string) *Upstream {
 	tr.DisableCompression = true
 	return &Upstream{
 		base: strings.TrimRight(baseURL, "/"),
-		user: user, pass: pass, dialer: dialer,
+		user: user, pass: pass,
 		http: &http.Client{
 			Transport: tr,
 			// A blob may redirect to storage; the standard client drops
@@ -275,139 +272,6 @@ func (u *Upstream) TagDigest(ctx context.Context, repo, tag string) (string, err
 		}
 	}
 	return d, nil
-}
-
-// openBlob is do for a blob. On a plain-http upstream a GET goes over a
-// connection of its own, and a whole answer's body (a length, no transfer
-// coding) reads straight from that connection (*rawBody), so the front
-// can splice it into the client's: a layer then passes through the
-// kernel only, where a copy through keyholder's memory cost a third of
-// the registry's own throughput (blob scenario, bench/keyholder.go). Any
-// other answer (a redirect to storage, an error) is read as usual; a
-// redirect is followed by do.
-func (u *Upstream) openBlob(ctx context.Context, method, path string, header http.Header) (*http.Response, error) {
-	if method != http.MethodGet || !strings.HasPrefix(u.base, "http://") {
-		return u.do(ctx, method, path, header)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.base+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	for k, vs := range header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	if u.user != "" {
-		req.SetBasicAuth(u.user, u.pass)
-	}
-	req.Close = true
-	addr := req.URL.Host
-	if req.URL.Port() == "" {
-		addr = net.JoinHostPort(req.URL.Hostname(), "80")
-	}
-	conn, err := u.dialer.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	tcp, ok := conn.(*net.TCPConn)
-	if !ok {
-		conn.Close()
-		return u.do(ctx, method, path, header)
-	}
-	// The request's context ends the connection's reads and writes.
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
-	release := func() error { stop(); return conn.Close() }
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	if err := req.Write(conn); err != nil {
-		_ = release()
-		return nil, err
-	}
-	br := bufio.NewReaderSize(conn, 32<<10)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		_ = release()
-		return nil, err
-	}
-	_ = conn.SetDeadline(time.Time{})
-	if ctx.Err() != nil {
-		// Ended while the deadline was being cleared.
-		_ = conn.SetDeadline(time.Now())
-	}
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		resp.Body.Close()
-		_ = release()
-		return u.do(ctx, method, path, header)
-	}
-	whole := (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent) &&
-		resp.ContentLength >= 0 && len(resp.TransferEncoding) == 0 && resp.Header.Get("Content-Encoding") == ""
-	if whole {
-		resp.Body = &rawBody{br: br, conn: tcp, left: resp.ContentLength, release: release}
-	} else {
-		resp.Body = readCloser{resp.Body, release}
-	}
-	return resp, nil
-}
-
-type readCloser struct {
-	io.Reader
-	close func() error
-}
-
-func (r readCloser) Close() error { return r.close() }
-
-// rawBody is an answer's body read from the upstream connection itself.
-type rawBody struct {
-	br      *bufio.Reader // what was read with the header
-	conn    *net.TCPConn
-	left    int64
-	release func() error
-}
-
-func (b *rawBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	var n int
-	var err error
-	if b.br.Buffered() > 0 {
-		n, err = b.br.Read(p)
-	} else {
-		n, err = b.conn.Read(p)
-	}
-	b.left -= int64(n)
-	if errors.Is(err, io.EOF) && b.left > 0 {
-		err = io.ErrUnexpectedEOF
-	}
-	return n, err
-}
-
-func (b *rawBody) Close() error { return b.release() }
-
-// copyTo writes the rest of the body to w, handing the part still on the
-// connection to rf (w's own connection, which splices from a TCP source).
-func (b *rawBody) copyTo(w io.Writer, rf io.ReaderFrom) (int64, error) {
-	var total int64
-	if k := min(int64(b.br.Buffered()), b.left); k > 0 {
-		head, _ := b.br.Peek(int(k))
-		n, err := w.Write(head)
-		_, _ = b.br.Discard(n)
-		total += int64(n)
-		b.left -= int64(n)
-		if err != nil {
-			return total, err
-		}
-	}
-	n, err := rf.ReadFrom(&io.LimitedReader{R: b.conn, N: b.left})
-	total += n
-	b.left -= n
-	if err == nil && b.left > 0 {
-		err = io.ErrUnexpectedEOF
-	}
-	return total, err
 }
 
 // redact drops the URL that *url.Error carries: it may hold the upstream's
