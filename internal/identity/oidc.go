@@ -131,17 +131,18 @@ type OIDCStore interface {
 	ConsentOIDCAuthRequest(ctx context.Context, id, userID string) error
 	// SaveOIDCCode attaches the digest of the issued code to a done request.
 	SaveOIDCCode(ctx context.Context, id, codeDigest string) error
-	// OIDCAuthRequestByCode reads the request of a live code, writing
-	// nothing. A code already redeemed (or burnt) is a second use: every
-	// token the first issued is revoked and it answers ErrOIDCGrantReused.
-	// Errors: ErrOIDCGrantUnknown, ErrOIDCGrantReused.
-	OIDCAuthRequestByCode(ctx context.Context, codeDigest string) (OIDCAuthRequest, error)
+	// OIDCAuthRequestByCode reads the request of a live code and its
+	// client with the client's secret digest (as OIDCClient), in one read
+	// that writes nothing. A code already redeemed (or burnt) is a second
+	// use: every token the first issued is revoked and it answers
+	// ErrOIDCGrantReused. Errors: ErrOIDCGrantUnknown, ErrOIDCGrantReused.
+	OIDCAuthRequestByCode(ctx context.Context, codeDigest string) (OIDCAuthRequest, OIDCClient, string, error)
 	// RedeemOIDCCode consumes request id's code and stores the tokens it
 	// issues (access, and refresh under refreshDigest when not nil) in one
 	// statement, committed with whatever writes run beside it. Of any
 	// number of concurrent redemptions exactly one succeeds; the others
 	// are second uses, handled as OIDCAuthRequestByCode does. A revoked
-	// client, or a code burnt or expired, gets nothing:
+	// client, a disabled user, or a code burnt or expired, gets nothing:
 	// ErrOIDCGrantUnknown. Errors: ErrOIDCGrantUnknown, ErrOIDCGrantReused.
 	RedeemOIDCCode(ctx context.Context, id string, access OIDCToken, refresh *OIDCToken, refreshDigest string) error
 	// BurnOIDCCode consumes request id's code without issuing anything:

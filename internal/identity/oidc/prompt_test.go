@@ -47,6 +47,9 @@ func TestFreshSignIn(t *testing.T) {
 		w := newWorld(t, engine)
 		c, secret := w.client(t, false)
 		provider, conf := w.relyingParty(t, c, secret)
+		// Without the accounts scope the exchange reads no user for the
+		// ID token: sub must still be there.
+		conf.Scopes = []string{gooidc.ScopeOpenID, "email"}
 		tests := []struct {
 			name   string
 			params []oauth2.AuthCodeOption
@@ -104,6 +107,9 @@ func TestFreshSignIn(t *testing.T) {
 				idt, err := provider.Verifier(&gooidc.Config{ClientID: c.ID}).Verify(w.ctx, raw)
 				if err != nil {
 					t.Fatalf("verify: %v", err)
+				}
+				if idt.Subject != w.admin.User.ID {
+					t.Errorf("ID token sub: got %q, want %s", idt.Subject, w.admin.User.ID)
 				}
 				var claims struct {
 					AuthTime int64 `json:"auth_time"`

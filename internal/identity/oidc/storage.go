@@ -235,12 +235,15 @@ func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthReques
 // so an exchange is one write. A code the exchange then refuses is burnt
 // after it (withClientMemo).
 func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
-	r, err := s.store.OIDCAuthRequestByCode(ctx, identity.TokenDigest(code))
+	r, c, digest, err := s.store.OIDCAuthRequestByCode(ctx, identity.TokenDigest(code))
 	if err != nil {
 		return nil, err
 	}
 	if m, _ := ctx.Value(clientMemoKey{}).(*clientMemo); m != nil {
+		// The same read gave the request's client, which op looks up
+		// next (a token request naming another client reads its own).
 		m.codeRequest = r.ID
+		m.c, m.digest, m.ok = c, digest, true
 	}
 	return authRequest{r}, nil
 }
@@ -394,14 +397,23 @@ func (s *storage) KeySet(context.Context) ([]op.Key, error) {
 	return out, nil
 }
 
-// SetUserinfoFromScopes fills the ID token's claims beyond the standard
-// ones: only the accounts claim reaches it (the userinfo scopes are
-// served by the userinfo endpoint).
-func (s *storage) SetUserinfoFromScopes(ctx context.Context, info *oidc.UserInfo, userID, _ string, scopes []string) error {
-	return s.fillUser(ctx, info, userID, scopes)
+// SetUserinfoFromScopes leaves the ID token's claims to
+// SetUserinfoFromRequest, which op calls right after it.
+func (s *storage) SetUserinfoFromScopes(_ context.Context, info *oidc.UserInfo, userID, _ string, _ []string) error {
+	info.Subject = userID
+	return nil
 }
 
+// SetUserinfoFromRequest fills the ID token's claims beyond the standard
+// ones: only the accounts claim reaches it (the userinfo scopes are
+// served by the userinfo endpoint). A code exchange without it reads
+// nothing: the statement that stored its tokens found the user enabled.
+// A refresh reads the user, so a disabled one gets no ID token.
 func (s *storage) SetUserinfoFromRequest(ctx context.Context, info *oidc.UserInfo, req op.IDTokenRequest, scopes []string) error {
+	if _, ok := req.(authRequest); ok && !slices.Contains(scopes, ScopeAccounts) {
+		info.Subject = req.GetSubject()
+		return nil
+	}
 	return s.fillUser(ctx, info, req.GetSubject(), scopes)
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,15 +34,33 @@ func parseList(s string) []string {
 const oidcClientColumns = `id, account_id, name, public, redirect_uris, grant_types, scopes, created_by, created_at, revoked_at`
 
 func scanOIDCClient(row interface{ Scan(...any) error }, extra ...any) (identity.OIDCClient, error) {
+	dest, finish := oidcClientDest()
+	err := row.Scan(append(dest, extra...)...)
+	return finish(), err
+}
+
+// oidcClientDest is where a row's oidcClientColumns are scanned to, and
+// the client they make once scanned.
+func oidcClientDest() ([]any, func() identity.OIDCClient) {
 	var (
 		c                      identity.OIDCClient
 		redirects, grants, scp string
 		revoked                sql.NullTime
 	)
-	err := row.Scan(append([]any{&c.ID, &c.AccountID, &c.Name, &c.Public, &redirects, &grants, &scp, &c.CreatedBy, &c.CreatedAt, &revoked}, extra...)...)
-	c.RedirectURIs, c.GrantTypes, c.Scopes = parseList(redirects), parseList(grants), parseList(scp)
-	c.CreatedAt, c.RevokedAt = c.CreatedAt.UTC(), timePtr(revoked)
-	return c, err
+	return []any{&c.ID, &c.AccountID, &c.Name, &c.Public, &redirects, &grants, &scp, &c.CreatedBy, &c.CreatedAt, &revoked}, func() identity.OIDCClient {
+		c.RedirectURIs, c.GrantTypes, c.Scopes = parseList(redirects), parseList(grants), parseList(scp)
+		c.CreatedAt, c.RevokedAt = c.CreatedAt.UTC(), timePtr(revoked)
+		return c
+	}
+}
+
+// qualified is a column list with each column prefixed by alias.
+func qualified(alias, columns string) string {
+	cols := strings.Split(columns, ", ")
+	for i, c := range cols {
+		cols[i] = alias + "." + c
+	}
+	return strings.Join(cols, ", ")
 }
 
 // CreateOIDCClient implements identity.OIDCStore.
@@ -236,22 +255,28 @@ func affected(res sql.Result, err error) error {
 // OIDCAuthRequestByCode implements identity.OIDCStore. It only reads on
 // the way to an exchange; redemption is RedeemOIDCCode's, in the same
 // statement as the tokens.
-func (s *Store) OIDCAuthRequestByCode(ctx context.Context, codeDigest string) (identity.OIDCAuthRequest, error) {
-	var spent bool
+func (s *Store) OIDCAuthRequestByCode(ctx context.Context, codeDigest string) (identity.OIDCAuthRequest, identity.OIDCClient, string, error) {
+	var (
+		spent  bool
+		digest sql.NullString
+	)
+	clientDest, client := oidcClientDest()
 	r, err := scanOIDCAuthRequest(s.db.QueryRow(ctx, `
-		SELECT `+oidcAuthRequestColumns+`,
-			code_used_at IS NOT NULL OR EXISTS (SELECT 1 FROM oidc_tokens t WHERE t.auth_request_id = r.id AND t.from_code)
-		FROM oidc_auth_requests r WHERE code_digest = $1`, codeDigest), &spent)
+		SELECT `+qualified("r", oidcAuthRequestColumns)+`,
+			r.code_used_at IS NOT NULL OR EXISTS (SELECT 1 FROM oidc_tokens t WHERE t.auth_request_id = r.id AND t.from_code),
+			`+qualified("c", oidcClientColumns)+`, c.secret_digest
+		FROM oidc_auth_requests r JOIN oidc_clients c ON c.id = r.client_id WHERE r.code_digest = $1`, codeDigest),
+		append(append([]any{&spent}, clientDest...), &digest)...)
 	if err != nil {
-		return identity.OIDCAuthRequest{}, err
+		return identity.OIDCAuthRequest{}, identity.OIDCClient{}, "", err
 	}
 	if spent {
-		return identity.OIDCAuthRequest{}, s.codeReused(ctx, r.ID)
+		return identity.OIDCAuthRequest{}, identity.OIDCClient{}, "", s.codeReused(ctx, r.ID)
 	}
 	if !r.ExpiresAt.After(s.db.Now()) {
-		return identity.OIDCAuthRequest{}, identity.ErrOIDCGrantUnknown
+		return identity.OIDCAuthRequest{}, identity.OIDCClient{}, "", identity.ErrOIDCGrantUnknown
 	}
-	return r, nil
+	return r, client(), digest.String, nil
 }
 
 // codeReused handles a second use of request id's code (RFC 6749 §4.1.2):
@@ -307,9 +332,9 @@ func (s *Store) RedeemOIDCCode(ctx context.Context, id string, access identity.O
 	res, err := s.db.Write(ctx, `
 		INSERT INTO oidc_tokens (id, kind, client_id, user_id, family_id, auth_request_id, digest, scopes, auth_time, created_at, expires_at, from_code)
 		SELECT k.id, k.kind, r.client_id, r.user_id, `+cast("$3", "uuid")+`, r.id, k.digest, r.scopes, r.auth_time, `+cast("$1", "timestamptz")+`, k.expires_at, TRUE
-		FROM oidc_auth_requests r JOIN oidc_clients c ON c.id = r.client_id JOIN (`+rows+`) k ON TRUE
+		FROM oidc_auth_requests r JOIN oidc_clients c ON c.id = r.client_id JOIN users u ON u.id = r.user_id JOIN (`+rows+`) k ON TRUE
 		WHERE r.id = `+cast("$2", "text")+` AND r.done AND r.code_digest IS NOT NULL AND r.code_used_at IS NULL AND r.code_reused_at IS NULL
-		AND r.expires_at > `+cast("$1", "timestamptz")+` AND c.revoked_at IS NULL`+lock, args...)
+		AND r.expires_at > `+cast("$1", "timestamptz")+` AND c.revoked_at IS NULL AND u.disabled_at IS NULL`+lock, args...)
 	if sqldb.IsUniqueViolation(err) {
 		return s.codeReused(ctx, id)
 	}

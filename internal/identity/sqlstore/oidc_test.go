@@ -79,7 +79,7 @@ func TestOIDCCodeRedeemedOnceUnderRace(t *testing.T) {
 		const exchanges = 20
 		reqs := make([]identity.OIDCAuthRequest, exchanges)
 		for i := range reqs {
-			r, err := env.Store.OIDCAuthRequestByCode(ctx, digest)
+			r, _, _, err := env.Store.OIDCAuthRequestByCode(ctx, digest)
 			if err != nil {
 				t.Fatalf("read %d of an unused code: %v", i, err)
 			}
@@ -128,11 +128,15 @@ func TestOIDCCodeExchange(t *testing.T) {
 				if err := env.Store.RedeemOIDCCode(ctx, req.ID, access, refresh, d); err != nil {
 					return err
 				}
-				if _, err := env.Store.OIDCAuthRequestByCode(ctx, digest); !errors.Is(err, identity.ErrOIDCGrantReused) {
+				if _, _, _, err := env.Store.OIDCAuthRequestByCode(ctx, digest); !errors.Is(err, identity.ErrOIDCGrantReused) {
 					return fmt.Errorf("third use: got %v, want ErrOIDCGrantReused", err)
 				}
 				return nil
 			}, identity.ErrOIDCGrantUnknown, identity.ErrOIDCGrantReused},
+			{"UserDisabled", func(env *identitytest.Env, _ identity.OIDCClient, admin identity.Principal, _ identity.OIDCAuthRequest, _ string) error {
+				_, err := env.DB.Exec(ctx, `UPDATE users SET disabled_at = created_at WHERE id = $1`, admin.User.ID)
+				return err
+			}, identity.ErrOIDCGrantUnknown, nil},
 			{"ClientRevoked", func(env *identitytest.Env, c identity.OIDCClient, admin identity.Principal, _ identity.OIDCAuthRequest, _ string) error {
 				return env.Store.RevokeOIDCClient(ctx, c.AccountID, c.ID, admin.User.ID)
 			}, identity.ErrOIDCGrantUnknown, nil},
@@ -140,9 +144,12 @@ func TestOIDCCodeExchange(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				env, c, admin, digest := oidcGrant(t, engine)
-				req, err := env.Store.OIDCAuthRequestByCode(ctx, digest)
+				req, rc, rcDigest, err := env.Store.OIDCAuthRequestByCode(ctx, digest)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if rc.ID != c.ID || rc.Name != c.Name || rcDigest == "" {
+					t.Fatalf("the code's client: got %+v (secret digest %q), want %s with its digest", rc, rcDigest, c.ID)
 				}
 				if tt.before != nil {
 					if err := tt.before(env, c, admin, req, digest); err != nil {
@@ -153,7 +160,7 @@ func TestOIDCCodeExchange(t *testing.T) {
 				if err := env.Store.RedeemOIDCCode(ctx, req.ID, access, refresh, d); !errors.Is(err, tt.wantRedeem) {
 					t.Fatalf("redemption: got %v, want %v", err, tt.wantRedeem)
 				}
-				if _, err := env.Store.OIDCAuthRequestByCode(ctx, digest); !errors.Is(err, tt.wantRead) {
+				if _, _, _, err := env.Store.OIDCAuthRequestByCode(ctx, digest); !errors.Is(err, tt.wantRead) {
 					t.Errorf("a later read of the code: got %v, want %v", err, tt.wantRead)
 				}
 				if tt.wantRedeem == nil {
@@ -166,7 +173,7 @@ func TestOIDCCodeExchange(t *testing.T) {
 		}
 		t.Run("UnknownCode", func(t *testing.T) {
 			env, _, _, _ := oidcGrant(t, engine)
-			if _, err := env.Store.OIDCAuthRequestByCode(ctx, "no such digest"); !errors.Is(err, identity.ErrOIDCGrantUnknown) {
+			if _, _, _, err := env.Store.OIDCAuthRequestByCode(ctx, "no such digest"); !errors.Is(err, identity.ErrOIDCGrantUnknown) {
 				t.Errorf("got %v, want ErrOIDCGrantUnknown", err)
 			}
 		})
@@ -177,7 +184,7 @@ func TestOIDCRefreshRotatedOnceUnderRace(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		ctx := context.Background()
 		env, c, admin, digest := oidcGrant(t, engine)
-		req, err := env.Store.OIDCAuthRequestByCode(ctx, digest)
+		req, _, _, err := env.Store.OIDCAuthRequestByCode(ctx, digest)
 		if err != nil {
 			t.Fatal(err)
 		}
