@@ -68,7 +68,13 @@ type OIDCAuthRequest struct {
 	SessionID     string
 	AuthTime      time.Time
 	Done          bool
-	ExpiresAt     time.Time
+	// Prompt is the request's prompt parameter as given ("" when absent).
+	Prompt string
+	// MaxAge is the oldest sign-in (in seconds) the request accepts; 0
+	// for prompt=login, nil when it accepts any.
+	MaxAge    *uint
+	CreatedAt time.Time
+	ExpiresAt time.Time
 }
 
 // OIDCToken is an access or refresh token as stored (never its secret).
@@ -114,24 +120,42 @@ type OIDCStore interface {
 	// OIDCAuthRequest returns a live request. Errors: ErrOIDCGrantUnknown.
 	OIDCAuthRequest(ctx context.Context, id string) (OIDCAuthRequest, error)
 	// SignInOIDCAuthRequest records who signed in for a request not yet
-	// signed in. Errors: ErrOIDCGrantUnknown.
-	SignInOIDCAuthRequest(ctx context.Context, id, userID, sessionID string) error
+	// signed in, and when they signed in (the session's sign-in, the ID
+	// token's auth_time). Errors: ErrOIDCGrantUnknown.
+	SignInOIDCAuthRequest(ctx context.Context, id, userID, sessionID string, authTime time.Time) error
+	// OIDCSessionSignedIn is when a live session signed in. Errors:
+	// ErrUnauthorized.
+	OIDCSessionSignedIn(ctx context.Context, sessionID string) (time.Time, error)
 	// ConsentOIDCAuthRequest marks a signed-in request done. Errors:
 	// ErrOIDCGrantUnknown.
 	ConsentOIDCAuthRequest(ctx context.Context, id, userID string) error
 	// SaveOIDCCode attaches the digest of the issued code to a done request.
 	SaveOIDCCode(ctx context.Context, id, codeDigest string) error
-	// RedeemOIDCCode consumes a code by one conditional UPDATE. A second
-	// redemption revokes every token the first issued and answers
+	// OIDCAuthRequestByCode reads the request of a live code and its
+	// client with the client's secret digest (as OIDCClient), in one read
+	// that writes nothing. A code already redeemed (or burnt) is a second
+	// use: every token the first issued is revoked and it answers
 	// ErrOIDCGrantReused. Errors: ErrOIDCGrantUnknown, ErrOIDCGrantReused.
-	RedeemOIDCCode(ctx context.Context, codeDigest string) (OIDCAuthRequest, error)
+	OIDCAuthRequestByCode(ctx context.Context, codeDigest string) (OIDCAuthRequest, OIDCClient, string, error)
+	// RedeemOIDCCode consumes request id's code and stores the tokens it
+	// issues (access, and refresh under refreshDigest when not nil) in one
+	// statement, committed with whatever writes run beside it. Of any
+	// number of concurrent redemptions exactly one succeeds; the others
+	// are second uses, handled as OIDCAuthRequestByCode does. A revoked
+	// client, a disabled user, or a code burnt or expired, gets nothing:
+	// ErrOIDCGrantUnknown. Errors: ErrOIDCGrantUnknown, ErrOIDCGrantReused.
+	RedeemOIDCCode(ctx context.Context, id string, access OIDCToken, refresh *OIDCToken, refreshDigest string) error
+	// BurnOIDCCode consumes request id's code without issuing anything:
+	// an exchange refused after the code was read (a wrong PKCE verifier)
+	// still spends it.
+	BurnOIDCCode(ctx context.Context, id string) error
 
-	// IssueOIDCTokens stores an access token and, when refresh is not nil,
-	// a refresh token under refreshDigest; with rotate it first retires the
-	// refresh token of that digest by one conditional UPDATE. A refresh
-	// token already retired revokes its whole family and answers
-	// ErrOIDCGrantReused. A revoked client gets nothing: ErrOIDCGrantUnknown.
-	IssueOIDCTokens(ctx context.Context, access OIDCToken, refresh *OIDCToken, refreshDigest, rotate string) error
+	// RotateOIDCTokens retires the refresh token of digest rotate by one
+	// conditional UPDATE and stores its successors (refresh under
+	// refreshDigest). A refresh token already retired revokes its whole
+	// family and answers ErrOIDCGrantReused. A revoked client gets
+	// nothing: ErrOIDCGrantUnknown.
+	RotateOIDCTokens(ctx context.Context, access, refresh OIDCToken, refreshDigest, rotate string) error
 	// OIDCRefreshToken returns the live refresh token with digest. A
 	// retired one revokes its family and answers ErrOIDCGrantReused.
 	// Errors: ErrOIDCGrantUnknown, ErrOIDCGrantReused.

@@ -29,13 +29,21 @@ type OAuthRequest struct {
 	Scopes      []string  `json:"scopes"`
 	RedirectURI string    `json:"redirect_uri"`
 	ExpiresAt   time.Time `json:"expires_at"`
+	// Prompt is the application's prompt parameter; "none" means no page
+	// may be shown.
+	Prompt string `json:"prompt"`
+	// SignInRequired: the sign-in form must be shown even to a signed-in
+	// browser (no session was given, or it signed in longer ago than the
+	// application accepts: prompt=login, max_age).
+	SignInRequired bool `json:"sign_in_required"`
 }
 
 // OAuthRequest loads an unanswered authorization request (no session
-// needed: the id is the request's own capability).
-func (c *Client) OAuthRequest(ctx context.Context, id string) (OAuthRequest, error) {
+// needed: the id is the request's own capability); with the session's
+// token ("" for none) it also says whether that session may answer it.
+func (c *Client) OAuthRequest(ctx context.Context, token, id string) (OAuthRequest, error) {
 	var r OAuthRequest
-	err := c.do(ctx, "", "GET", "/oauth2/requests/"+url.PathEscape(id), nil, &r)
+	err := c.do(ctx, token, "GET", "/oauth2/requests/"+url.PathEscape(id), nil, &r)
 	return r, err
 }
 
@@ -71,6 +79,11 @@ type oauthData struct {
 	Consent string
 	// Application is the origin of the request's redirect URI.
 	Application string
+	// PromptNone: no page may be shown (see oauthPromptNone).
+	PromptNone bool
+	// SignInRequired: the session given (if any) may not answer; the
+	// user signs in on the sign-in page.
+	SignInRequired bool
 }
 
 func consentPath(id string) string { return "/oauth/consent?authRequestID=" + url.QueryEscape(id) }
@@ -79,18 +92,24 @@ func signInPath(id string) string  { return "/oauth/sign-in?authRequestID=" + ur
 // oauthRequest loads the request a page names, or renders why it cannot:
 // 400 for a malformed id, 404 for one identity does not know (expired,
 // already answered, its application deleted), 503 when identity is away.
-func (s *server) oauthRequest(w http.ResponseWriter, r *http.Request, id string, user *Me) (*oauthData, bool) {
+func (s *server) oauthRequest(w http.ResponseWriter, r *http.Request, id string, sess *session) (*oauthData, bool) {
+	var user *Me
+	token := ""
+	if sess != nil {
+		user, token = &sess.Me, sess.Token
+	}
 	if !ids.Valid(id) {
 		s.render(w, r, http.StatusBadRequest, "error", &page{Title: "Sign-in link not valid", User: user,
 			Error: "This sign-in link is not valid. Go back to the application and sign in from there."})
 		return nil, false
 	}
-	req, err := s.api.OAuthRequest(r.Context(), id)
+	req, err := s.api.OAuthRequest(r.Context(), token, id)
 	if err != nil {
 		s.oauthFailure(w, r, user, err)
 		return nil, false
 	}
-	d := &oauthData{ID: req.ID, Client: req.ClientName, Consent: consentPath(req.ID), Application: originOf(req.RedirectURI)}
+	d := &oauthData{ID: req.ID, Client: req.ClientName, Consent: consentPath(req.ID), Application: originOf(req.RedirectURI),
+		PromptNone: req.Prompt == "none", SignInRequired: req.SignInRequired}
 	for _, sc := range req.Scopes {
 		if words, ok := scopeWords[sc]; ok {
 			d.Scopes = append(d.Scopes, words)
@@ -108,23 +127,41 @@ func (s *server) oauthFailure(w http.ResponseWriter, r *http.Request, user *Me, 
 	s.fail(w, r, user, err)
 }
 
-// oauthSignInForm shows the sign-in form, or, for a signed-in user, the
-// consent page straight away.
+// oauthSignInForm shows the sign-in form, or, for a user whose session
+// may answer the request, the consent page straight away. A prompt=none
+// request shows neither (oauthPromptNone).
 func (s *server) oauthSignInForm(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.currentSession(w, r)
 	if err != nil {
 		s.fail(w, r, nil, err)
 		return
 	}
-	d, ok := s.oauthRequest(w, r, r.URL.Query().Get("authRequestID"), nil)
+	d, ok := s.oauthRequest(w, r, r.URL.Query().Get("authRequestID"), sess)
 	if !ok {
 		return
 	}
-	if sess != nil {
+	switch {
+	case d.PromptNone:
+		s.oauthPromptNone(w, r, d, sess)
+	case sess != nil && !d.SignInRequired:
 		http.Redirect(w, r, d.Consent, http.StatusSeeOther)
-		return
+	default:
+		// Signed out, or signed in longer ago than the application
+		// accepts: the user signs in again.
+		s.render(w, r, http.StatusOK, "oauth_signin", &page{Title: "Sign in to " + d.Client, Data: d})
 	}
-	s.render(w, r, http.StatusOK, "oauth_signin", &page{Title: "Sign in to " + d.Client, Data: d})
+}
+
+// oauthPromptNone ends a prompt=none request without a page (OIDC Core
+// §3.1.2.6): identity's callback sends the application login_required
+// when no session may answer, else consent_required, as consent is asked
+// on a page every time.
+func (s *server) oauthPromptNone(w http.ResponseWriter, r *http.Request, d *oauthData, sess *session) {
+	reason := "consent_required"
+	if sess == nil || d.SignInRequired {
+		reason = "login_required"
+	}
+	http.Redirect(w, r, oauthCallbackPath+"?"+url.Values{"id": {d.ID}, "error": {reason}}.Encode(), http.StatusSeeOther)
 }
 
 func (s *server) oauthSignIn(w http.ResponseWriter, r *http.Request) {
@@ -177,8 +214,13 @@ func (s *server) oauthConsentForm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, ok := s.oauthRequest(w, r, id, &sess.Me)
+	d, ok := s.oauthRequest(w, r, id, sess)
 	if !ok {
+		return
+	}
+	if d.PromptNone || d.SignInRequired {
+		// The sign-in page decides: a fresh sign-in, or prompt=none's end.
+		http.Redirect(w, r, signInPath(id), http.StatusSeeOther)
 		return
 	}
 	if d.Application != "" {
@@ -205,10 +247,16 @@ func (s *server) oauthConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ids.Valid(id) {
-		s.oauthRequest(w, r, id, &sess.Me)
+		s.oauthRequest(w, r, id, sess)
 		return
 	}
 	next, err := s.api.AnswerOAuthRequest(r.Context(), sess.Token, id, decision == "allow")
+	if StatusOf(err) == http.StatusUnauthorized {
+		// The session ended, or signed in longer ago than the
+		// application accepts: the sign-in page asks for a fresh sign-in.
+		http.Redirect(w, r, signInPath(id), http.StatusSeeOther)
+		return
+	}
 	if err != nil {
 		s.oauthFailure(w, r, &sess.Me, err)
 		return

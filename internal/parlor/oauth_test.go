@@ -66,12 +66,12 @@ func registerApp(t *testing.T, st *stack, name, redirectURI string) relyingParty
 // startAuthorization opens the authorization endpoint as the
 // application's link does and returns the request id the provider sends
 // the browser to the sign-in page with.
-func startAuthorization(t *testing.T, st *stack, rp relyingParty) string {
+func startAuthorization(t *testing.T, st *stack, rp relyingParty, opts ...oauth2.AuthCodeOption) string {
 	t.Helper()
 	conf := oauth2.Config{ClientID: rp.ClientID, RedirectURL: rp.RedirectURI, Scopes: []string{"openid", "email"},
 		Endpoint: oauth2.Endpoint{AuthURL: st.GatewayURL + "/oauth2/authorize"}}
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(conf.AuthCodeURL("state-1", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+	resp, err := noFollow.Get(conf.AuthCodeURL("state-1", append(opts, oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,4 +238,68 @@ func TestOAuthSignInAndConsentPages(t *testing.T) {
 		// The forged consent did not answer the request.
 		v.get("/oauth/consent?authRequestID="+id).expect(t, http.StatusOK, "Allow Acme Shop?")
 	})
+}
+
+// TestOAuthPromptAndFreshSignIn: prompt=login shows the sign-in form to a
+// signed-in browser, and prompt=none shows no page at all, ending the
+// request at the application with login_required or consent_required.
+func TestOAuthPromptAndFreshSignIn(t *testing.T) {
+	st := startStack(t)
+	base := startParlor(t, st.GatewayURL)
+	rp := registerApp(t, st, "Acme Shop", "http://127.0.0.1:9/callback")
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	signedIn := func(t *testing.T) *visitor {
+		v := newVisitor(t, base)
+		if a := v.post("/signin", url.Values{"email": {rp.Email}, "password": {oauthPassword}}); v.cookie == "" {
+			t.Fatalf("sign in: %d, no session", a.Status)
+		}
+		return v
+	}
+
+	t.Run("PromptLoginAsksASignedInUserToSignInAgain", func(t *testing.T) {
+		v := signedIn(t)
+		id := startAuthorization(t, st, rp, oauth2.SetAuthURLParam("prompt", "login"))
+		v.get("/oauth/sign-in?authRequestID="+id).expect(t, http.StatusOK, "Sign in", "continue to Acme Shop")
+		if a := v.get("/oauth/consent?authRequestID=" + id); a.Status != http.StatusSeeOther || a.location() != "/oauth/sign-in?authRequestID="+id {
+			t.Errorf("consent with the earlier session: %d to %q, want the sign-in page", a.Status, a.location())
+		}
+		if a := v.post("/oauth/consent", url.Values{"authRequestID": {id}, "decision": {"allow"}}); a.Status != http.StatusSeeOther || a.location() != "/oauth/sign-in?authRequestID="+id {
+			t.Errorf("allow with the earlier session: %d to %q, want the sign-in page", a.Status, a.location())
+		}
+		a := v.post("/oauth/sign-in", url.Values{"authRequestID": {id}, "email": {rp.Email}, "password": {oauthPassword}})
+		if a.Status != http.StatusSeeOther || a.location() != "/oauth/consent?authRequestID="+id {
+			t.Fatalf("sign in again: %d to %q", a.Status, a.location())
+		}
+		v.get(a.location()).expect(t, http.StatusOK, "Allow Acme Shop?")
+		if a := v.post("/oauth/consent", url.Values{"authRequestID": {id}, "decision": {"allow"}}); a.Status != http.StatusSeeOther || !callbackLocation.MatchString(a.location()) {
+			t.Errorf("allow after signing in again: %d to %q, want the provider's callback", a.Status, a.location())
+		}
+	})
+
+	for _, tt := range []struct {
+		name string
+		v    func(t *testing.T) *visitor
+		want string
+	}{
+		{"PromptNoneSignedOut", func(t *testing.T) *visitor { return newVisitor(t, base) }, "login_required"},
+		{"PromptNoneSignedIn", signedIn, "consent_required"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := tt.v(t)
+			id := startAuthorization(t, st, rp, oauth2.SetAuthURLParam("prompt", "none"))
+			a := v.get("/oauth/sign-in?authRequestID=" + id)
+			if a.Status != http.StatusSeeOther || !strings.HasPrefix(a.location(), "/oauth2/authorize/callback?") {
+				t.Fatalf("sign-in page: %d to %q, want the provider's callback", a.Status, a.location())
+			}
+			resp, err := noFollow.Get(st.GatewayURL + a.location())
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			back, _ := url.Parse(resp.Header.Get("Location"))
+			if back == nil || !strings.HasPrefix(back.String(), rp.RedirectURI+"?") || back.Query().Get("error") != tt.want || back.Query().Get("state") != "state-1" {
+				t.Errorf("callback: %d to %q, want the application with error=%s and the state", resp.StatusCode, resp.Header.Get("Location"), tt.want)
+			}
+		})
+	}
 }

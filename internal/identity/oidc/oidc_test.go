@@ -201,20 +201,6 @@ func get(t *testing.T, c *http.Client, u string, want int) string {
 	return string(body)
 }
 
-func post(t *testing.T, c *http.Client, u string, form url.Values, want int) string {
-	t.Helper()
-	resp, err := c.PostForm(u, form)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("POST %s: got %d, want %d: %s", u, resp.StatusCode, want, body)
-	}
-	return string(body)
-}
-
 // code runs the flow and returns the code, checking state.
 func (w *world) code(t *testing.T, conf *oauth2.Config, opts ...oauth2.AuthCodeOption) string {
 	t.Helper()

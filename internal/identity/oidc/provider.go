@@ -40,7 +40,10 @@ func New(cfg Config) (http.Handler, error) {
 	if publicURL == "" {
 		publicURL = issuer
 	}
-	st := &storage{store: cfg.Store, keys: cfg.Service.Keys(), issuer: issuer, signIn: publicURL + SignInPath, now: cfg.Now}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	st := &storage{store: cfg.Store, keys: cfg.Service.Keys(), issuer: issuer, signIn: publicURL + SignInPath, now: cfg.Now, log: cfg.Logger}
 	conf := &op.Config{
 		CryptoKey:             [32]byte(derive("identity oidc access tokens", cfg.MasterKey)),
 		CodeMethodS256:        true,
@@ -48,9 +51,6 @@ func New(cfg Config) (http.Handler, error) {
 		GrantTypeRefreshToken: true,
 		SupportedScopes:       identity.OIDCScopes,
 		SupportedClaims:       []string{"sub", "aud", "exp", "iat", "iss", "auth_time", "nonce", "email", "name", "updated_at", "accounts"},
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	opts := []op.Option{
 		op.WithLogger(cfg.Logger),
@@ -71,7 +71,7 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	q := &requests{
-		svc: cfg.Service, store: cfg.Store, issuer: issuer, publicURL: publicURL, provider: provider, log: cfg.Logger,
+		svc: cfg.Service, store: cfg.Store, issuer: issuer, publicURL: publicURL, provider: provider, log: cfg.Logger, now: cfg.Now,
 		key: derive("identity oidc callback", cfg.MasterKey),
 	}
 	mux := http.NewServeMux()
@@ -79,7 +79,7 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("POST /oauth2/requests/{id}/allow", q.answer(true))
 	mux.HandleFunc("POST /oauth2/requests/{id}/deny", q.answer(false))
 	mux.HandleFunc(CallbackPath, q.callback)
-	mux.Handle("/oauth2/token", withClientMemo(provider))
+	mux.Handle("/oauth2/token", st.withClientMemo(provider))
 	mux.Handle("/", provider)
 	return mux, nil
 }

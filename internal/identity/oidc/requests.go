@@ -52,6 +52,7 @@ type requests struct {
 	key      []byte
 	provider *op.Provider
 	log      *slog.Logger
+	now      func() time.Time
 }
 
 // requestView is what the web app shows of a request.
@@ -63,6 +64,15 @@ type requestView struct {
 	// exactly): the consent page's form may lead there.
 	RedirectURI string    `json:"redirect_uri"`
 	ExpiresAt   time.Time `json:"expires_at"`
+	// Prompt is the request's prompt parameter ("" when absent). With
+	// "none" no page may be shown: the web app sends the browser to the
+	// callback with error login_required or consent_required.
+	Prompt string `json:"prompt"`
+	// SignInRequired: the user must sign in on the sign-in page even if
+	// the browser has a session, because the caller gave none, or its
+	// session signed in longer ago than the request accepts (max_age;
+	// prompt=login).
+	SignInRequired bool `json:"sign_in_required"`
 }
 
 const errRequestGone = "the sign-in request is unknown, expired or already answered"
@@ -96,25 +106,68 @@ func (q *requests) fail(w http.ResponseWriter, r *http.Request, err error) {
 	httpx.WriteProblem(w, r, http.StatusServiceUnavailable, "unavailable", "the provider cannot answer now; retry", nil)
 }
 
+// show needs no session (the id is the request's own capability); with
+// one (a person's bearer session) it also says whether that session's
+// sign-in is recent enough for the request.
 func (q *requests) show(w http.ResponseWriter, r *http.Request) {
 	req, name, err := q.open(r, r.PathValue("id"))
 	if err != nil {
 		q.fail(w, r, err)
 		return
 	}
+	required := true
+	if token := bearer(r); token != "" {
+		p, err := q.svc.Authenticate(r.Context(), token, "")
+		switch {
+		case err == nil && p.APIKey == nil && p.SessionID != "":
+			_, fresh, err := q.signedIn(r, req, p.SessionID)
+			if err != nil && errs.Code(err) != identity.CodeUnauthorized {
+				q.fail(w, r, err)
+				return
+			}
+			required = err != nil || !fresh
+		case err != nil && errs.Code(err) != identity.CodeUnauthorized:
+			q.fail(w, r, err)
+			return
+		}
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	httpx.WriteJSON(w, http.StatusOK, requestView{ID: req.ID, ClientName: name, Scopes: req.Scopes, RedirectURI: req.RedirectURI, ExpiresAt: req.ExpiresAt})
+	httpx.WriteJSON(w, http.StatusOK, requestView{ID: req.ID, ClientName: name, Scopes: req.Scopes, RedirectURI: req.RedirectURI,
+		ExpiresAt: req.ExpiresAt, Prompt: req.Prompt, SignInRequired: required})
+}
+
+func bearer(r *http.Request) string {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// maxAgeCap bounds max_age: anything longer accepts every sign-in (and
+// stays clear of time.Duration's range).
+const maxAgeCap = 100 * 365 * 24 * 60 * 60
+
+// signedIn is when session signed in (the ID token's auth_time) and
+// whether that is recent enough for req (OIDC Core §3.1.2.1): with
+// max_age (prompt=login is max_age 0), no longer ago than max_age, or
+// after the request was made (a sign-in for this very request).
+func (q *requests) signedIn(r *http.Request, req identity.OIDCAuthRequest, sessionID string) (time.Time, bool, error) {
+	at, err := q.store.OIDCSessionSignedIn(r.Context(), sessionID)
+	if err != nil {
+		return at, false, err
+	}
+	if req.MaxAge == nil || *req.MaxAge > maxAgeCap || !at.Before(req.CreatedAt) {
+		return at, true, nil
+	}
+	return at, q.now().Sub(at) <= time.Duration(*req.MaxAge)*time.Second, nil
 }
 
 // answer binds the request to the caller's session, once: the first
 // answer wins and every later one finds the request gone.
 func (q *requests) answer(allow bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !strings.EqualFold(scheme, "Bearer") {
-			token = ""
-		}
-		p, err := q.svc.Authenticate(r.Context(), strings.TrimSpace(token), "")
+		p, err := q.svc.Authenticate(r.Context(), bearer(r), "")
 		if err == nil && (p.APIKey != nil || p.SessionID == "") {
 			// Only a person's session signs in to an application.
 			err = identity.ErrUnauthorized
@@ -124,8 +177,26 @@ func (q *requests) answer(allow bool) http.HandlerFunc {
 			return
 		}
 		req, _, err := q.open(r, r.PathValue("id"))
+		if err == nil && req.Prompt == oidc.PromptNone {
+			// No page may answer it: it ends at the callback with an error.
+			err = identity.ErrOIDCGrantUnknown
+		}
+		var authTime time.Time
 		if err == nil {
-			err = q.store.SignInOIDCAuthRequest(r.Context(), req.ID, p.User.ID, p.SessionID)
+			var fresh bool
+			authTime, fresh, err = q.signedIn(r, req, p.SessionID)
+			if err == nil && !fresh {
+				httpx.WriteProblem(w, r, http.StatusUnauthorized, identity.CodeUnauthorized,
+					"the application asks for a more recent sign-in: sign in again", nil)
+				return
+			}
+			if errs.Code(err) == identity.CodeUnauthorized {
+				writeAuthFailure(w, r, q.log, err)
+				return
+			}
+		}
+		if err == nil {
+			err = q.store.SignInOIDCAuthRequest(r.Context(), req.ID, p.User.ID, p.SessionID, authTime)
 		}
 		if err == nil && allow {
 			// Fails when another session answered in between: the
@@ -181,6 +252,12 @@ func (q *requests) callback(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		q.log.ErrorContext(r.Context(), "oidc callback", "err", err)
 		q.refuse(w, r, "unavailable")
+	case req.UserID == "" && req.Prompt == oidc.PromptNone && promptNoneErrors[r.URL.Query().Get("error")] != nil:
+		// prompt=none: the web app found no session recent enough
+		// (login_required) or one that would have to consent
+		// (consent_required). Either only ends the request with an error
+		// to its registered redirect URI, so any browser may ask for it.
+		op.AuthRequestError(w, r, authRequest{req}, promptNoneErrors[r.URL.Query().Get("error")](), q.provider)
 	case req.UserID == "":
 		q.refuse(w, r, "unanswered")
 	case req.Done && hmac.Equal([]byte(k), []byte(q.mac(true, req.ID, req.SessionID))):
@@ -190,6 +267,13 @@ func (q *requests) callback(w http.ResponseWriter, r *http.Request) {
 	default:
 		q.refuse(w, r, "browser")
 	}
+}
+
+// promptNoneErrors are the errors the web app may end a prompt=none
+// request with.
+var promptNoneErrors = map[string]func() *oidc.Error{
+	"login_required":   oidc.ErrLoginRequired,
+	"consent_required": func() *oidc.Error { return &oidc.Error{ErrorType: "consent_required"} },
 }
 
 func (q *requests) refuse(w http.ResponseWriter, r *http.Request, reason string) {

@@ -8,9 +8,11 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -29,6 +31,7 @@ type storage struct {
 	// signIn is the web app's sign-in page of a request.
 	signIn string
 	now    func() time.Time
+	log    *slog.Logger
 }
 
 var (
@@ -116,21 +119,35 @@ func (r *refreshRequest) GetScopes() []string         { return r.t.Scopes }
 func (r *refreshRequest) GetSubject() string          { return r.t.UserID }
 func (r *refreshRequest) SetCurrentScopes(s []string) { r.t.Scopes = s }
 
-// clientMemoKey carries one request's memo of the client it read: op
-// looks the client up twice in a code exchange (its registration, then
-// its secret), and the second read would only repeat the first.
+// clientMemoKey carries one token request's memo: of the client it read
+// (op looks the client up twice in a code exchange, its registration then
+// its secret, and the second read would only repeat the first), and of
+// the code it read.
 type clientMemoKey struct{}
 
 type clientMemo struct {
 	c      identity.OIDCClient
 	digest string
 	ok     bool
+	// codeRequest is the request whose code AuthRequestByCode read;
+	// redeemTried is set once the exchange got as far as redeeming it.
+	codeRequest string
+	redeemTried bool
 }
 
-// withClientMemo gives each request of h a memo of its own.
-func withClientMemo(h http.Handler) http.Handler {
+// withClientMemo gives each request of h a memo of its own and, after
+// it, burns a code that was read but never redeemed: the exchange was
+// refused (a wrong PKCE verifier, client or redirect URI), and a code
+// gets one try. Only refusals pay for that write.
+func (s *storage) withClientMemo(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientMemoKey{}, &clientMemo{})))
+		m := &clientMemo{}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientMemoKey{}, m)))
+		if m.codeRequest != "" && !m.redeemTried {
+			if err := s.store.BurnOIDCCode(context.WithoutCancel(r.Context()), m.codeRequest); err != nil {
+				s.log.ErrorContext(r.Context(), "oidc: burn a refused exchange's code", "err", err)
+			}
+		}
 	})
 }
 
@@ -197,7 +214,7 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 	r := identity.OIDCAuthRequest{
 		ID: uuid.NewString(), ClientID: req.ClientID, RedirectURI: req.RedirectURI, Scopes: scopes,
 		State: req.State, Nonce: req.Nonce, ResponseType: string(req.ResponseType), ResponseMode: string(req.ResponseMode),
-		CodeChallenge: req.CodeChallenge,
+		CodeChallenge: req.CodeChallenge, Prompt: strings.Join(req.Prompt, " "), MaxAge: req.MaxAge,
 	}
 	if err := s.store.CreateOIDCAuthRequest(ctx, r); err != nil {
 		return nil, err
@@ -213,14 +230,35 @@ func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthReques
 	return authRequest{r}, nil
 }
 
-// AuthRequestByCode redeems the code: it is single use from here on, even
-// if the exchange then fails (a wrong PKCE verifier burns it).
+// AuthRequestByCode only reads: the code is redeemed by the statement
+// that stores the tokens (CreateAccessToken, CreateAccessAndRefreshTokens),
+// so an exchange is one write. A code the exchange then refuses is burnt
+// after it (withClientMemo).
 func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
-	r, err := s.store.RedeemOIDCCode(ctx, identity.TokenDigest(code))
+	r, c, digest, err := s.store.OIDCAuthRequestByCode(ctx, identity.TokenDigest(code))
 	if err != nil {
 		return nil, err
 	}
+	if m, _ := ctx.Value(clientMemoKey{}).(*clientMemo); m != nil {
+		// The same read gave the request's client, which op looks up
+		// next (a token request naming another client reads its own).
+		m.codeRequest = r.ID
+		m.c, m.digest, m.ok = c, digest, true
+	}
 	return authRequest{r}, nil
+}
+
+// redeem stores the tokens of a code exchange, redeeming its code in the
+// same statement.
+func (s *storage) redeem(ctx context.Context, r authRequest, access identity.OIDCToken, refresh *identity.OIDCToken, refreshDigest string) error {
+	if m, _ := ctx.Value(clientMemoKey{}).(*clientMemo); m != nil && m.codeRequest == r.r.ID {
+		m.redeemTried = true
+	}
+	err := s.store.RedeemOIDCCode(ctx, r.r.ID, access, refresh, refreshDigest)
+	if errors.Is(err, identity.ErrOIDCGrantReused) || errors.Is(err, identity.ErrOIDCGrantUnknown) {
+		return oidc.ErrInvalidGrant().WithDescription("invalid code").WithParent(err)
+	}
+	return err
 }
 
 func (s *storage) SaveAuthCode(ctx context.Context, id, code string) error {
@@ -236,7 +274,13 @@ func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (s
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	if err := s.store.IssueOIDCTokens(ctx, access, nil, "", ""); err != nil {
+	r, ok := req.(authRequest)
+	if !ok {
+		// op asks for an access token alone only for a code (a refresh
+		// grant always rotates its refresh token).
+		return "", time.Time{}, oidc.ErrUnsupportedGrantType()
+	}
+	if err := s.redeem(ctx, r, access, nil, ""); err != nil {
 		return "", time.Time{}, err
 	}
 	return access.ID, access.ExpiresAt, nil
@@ -264,11 +308,16 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 	refresh := access
 	refresh.ID, refresh.Kind, refresh.ExpiresAt = uuid.NewString(), "refresh", s.now().Add(identity.OIDCRefreshTTL)
 	token, digest := identity.NewSecret()
-	rotate := ""
-	if current != "" {
-		rotate = identity.TokenDigest(current)
+	if r, ok := req.(authRequest); ok {
+		if err := s.redeem(ctx, r, access, &refresh, digest); err != nil {
+			return "", "", time.Time{}, err
+		}
+		return access.ID, token, access.ExpiresAt, nil
 	}
-	if err := s.store.IssueOIDCTokens(ctx, access, &refresh, digest, rotate); err != nil {
+	if current == "" {
+		return "", "", time.Time{}, oidc.ErrInvalidGrant().WithDescription("refresh token missing")
+	}
+	if err := s.store.RotateOIDCTokens(ctx, access, refresh, digest, identity.TokenDigest(current)); err != nil {
 		if errors.Is(err, identity.ErrOIDCGrantReused) || errors.Is(err, identity.ErrOIDCGrantUnknown) {
 			return "", "", time.Time{}, oidc.ErrInvalidGrant().WithParent(err)
 		}
@@ -348,14 +397,23 @@ func (s *storage) KeySet(context.Context) ([]op.Key, error) {
 	return out, nil
 }
 
-// SetUserinfoFromScopes fills the ID token's claims beyond the standard
-// ones: only the accounts claim reaches it (the userinfo scopes are
-// served by the userinfo endpoint).
-func (s *storage) SetUserinfoFromScopes(ctx context.Context, info *oidc.UserInfo, userID, _ string, scopes []string) error {
-	return s.fillUser(ctx, info, userID, scopes)
+// SetUserinfoFromScopes leaves the ID token's claims to
+// SetUserinfoFromRequest, which op calls right after it.
+func (s *storage) SetUserinfoFromScopes(_ context.Context, info *oidc.UserInfo, userID, _ string, _ []string) error {
+	info.Subject = userID
+	return nil
 }
 
+// SetUserinfoFromRequest fills the ID token's claims beyond the standard
+// ones: only the accounts claim reaches it (the userinfo scopes are
+// served by the userinfo endpoint). A code exchange without it reads
+// nothing: the statement that stored its tokens found the user enabled.
+// A refresh reads the user, so a disabled one gets no ID token.
 func (s *storage) SetUserinfoFromRequest(ctx context.Context, info *oidc.UserInfo, req op.IDTokenRequest, scopes []string) error {
+	if _, ok := req.(authRequest); ok && !slices.Contains(scopes, ScopeAccounts) {
+		info.Subject = req.GetSubject()
+		return nil
+	}
 	return s.fillUser(ctx, info, req.GetSubject(), scopes)
 }
 

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -32,15 +34,33 @@ func parseList(s string) []string {
 const oidcClientColumns = `id, account_id, name, public, redirect_uris, grant_types, scopes, created_by, created_at, revoked_at`
 
 func scanOIDCClient(row interface{ Scan(...any) error }, extra ...any) (identity.OIDCClient, error) {
+	dest, finish := oidcClientDest()
+	err := row.Scan(append(dest, extra...)...)
+	return finish(), err
+}
+
+// oidcClientDest is where a row's oidcClientColumns are scanned to, and
+// the client they make once scanned.
+func oidcClientDest() ([]any, func() identity.OIDCClient) {
 	var (
 		c                      identity.OIDCClient
 		redirects, grants, scp string
 		revoked                sql.NullTime
 	)
-	err := row.Scan(append([]any{&c.ID, &c.AccountID, &c.Name, &c.Public, &redirects, &grants, &scp, &c.CreatedBy, &c.CreatedAt, &revoked}, extra...)...)
-	c.RedirectURIs, c.GrantTypes, c.Scopes = parseList(redirects), parseList(grants), parseList(scp)
-	c.CreatedAt, c.RevokedAt = c.CreatedAt.UTC(), timePtr(revoked)
-	return c, err
+	return []any{&c.ID, &c.AccountID, &c.Name, &c.Public, &redirects, &grants, &scp, &c.CreatedBy, &c.CreatedAt, &revoked}, func() identity.OIDCClient {
+		c.RedirectURIs, c.GrantTypes, c.Scopes = parseList(redirects), parseList(grants), parseList(scp)
+		c.CreatedAt, c.RevokedAt = c.CreatedAt.UTC(), timePtr(revoked)
+		return c
+	}
+}
+
+// qualified is a column list with each column prefixed by alias.
+func qualified(alias, columns string) string {
+	cols := strings.Split(columns, ", ")
+	for i, c := range cols {
+		cols[i] = alias + "." + c
+	}
+	return strings.Join(cols, ", ")
 }
 
 // CreateOIDCClient implements identity.OIDCStore.
@@ -130,29 +150,40 @@ func (s *Store) OIDCClient(ctx context.Context, clientID string) (identity.OIDCC
 
 // CreateOIDCAuthRequest implements identity.OIDCStore.
 func (s *Store) CreateOIDCAuthRequest(ctx context.Context, r identity.OIDCAuthRequest) error {
+	var maxAge any
+	if r.MaxAge != nil {
+		maxAge = int64(*r.MaxAge)
+	}
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		_, err := tx.Exec(ctx, `
-			INSERT INTO oidc_auth_requests (id, client_id, redirect_uri, scopes, state, nonce, response_type, response_mode, code_challenge, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			r.ID, r.ClientID, r.RedirectURI, jsonList(r.Scopes), r.State, r.Nonce, r.ResponseType, r.ResponseMode, r.CodeChallenge, tx.Now, tx.Now.Add(identity.OIDCAuthRequestTTL))
+			INSERT INTO oidc_auth_requests (id, client_id, redirect_uri, scopes, state, nonce, response_type, response_mode, code_challenge, prompt, max_age, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			r.ID, r.ClientID, r.RedirectURI, jsonList(r.Scopes), r.State, r.Nonce, r.ResponseType, r.ResponseMode, r.CodeChallenge, r.Prompt, maxAge, tx.Now, tx.Now.Add(identity.OIDCAuthRequestTTL))
 		return err
 	})
 }
 
-const oidcAuthRequestColumns = `id, client_id, redirect_uri, scopes, state, nonce, response_type, response_mode, code_challenge, user_id, session_id, auth_time, done, expires_at`
+const oidcAuthRequestColumns = `id, client_id, redirect_uri, scopes, state, nonce, response_type, response_mode, code_challenge, user_id, session_id, auth_time, done, prompt, max_age, created_at, expires_at`
 
-func scanOIDCAuthRequest(row interface{ Scan(...any) error }) (identity.OIDCAuthRequest, error) {
+func scanOIDCAuthRequest(row interface{ Scan(...any) error }, extra ...any) (identity.OIDCAuthRequest, error) {
 	var (
 		r             identity.OIDCAuthRequest
 		scopes        string
 		user, session sql.NullString
 		authTime      sql.NullTime
+		maxAge        sql.NullInt64
 	)
-	err := row.Scan(&r.ID, &r.ClientID, &r.RedirectURI, &scopes, &r.State, &r.Nonce, &r.ResponseType, &r.ResponseMode, &r.CodeChallenge, &user, &session, &authTime, &r.Done, &r.ExpiresAt)
+	err := row.Scan(append([]any{&r.ID, &r.ClientID, &r.RedirectURI, &scopes, &r.State, &r.Nonce, &r.ResponseType, &r.ResponseMode, &r.CodeChallenge,
+		&user, &session, &authTime, &r.Done, &r.Prompt, &maxAge, &r.CreatedAt, &r.ExpiresAt}, extra...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, identity.ErrOIDCGrantUnknown
 	}
-	r.Scopes, r.UserID, r.SessionID, r.ExpiresAt = parseList(scopes), user.String, session.String, r.ExpiresAt.UTC()
+	if maxAge.Valid && maxAge.Int64 >= 0 {
+		v := uint(maxAge.Int64)
+		r.MaxAge = &v
+	}
+	r.Scopes, r.UserID, r.SessionID = parseList(scopes), user.String, session.String
+	r.CreatedAt, r.ExpiresAt = r.CreatedAt.UTC(), r.ExpiresAt.UTC()
 	if authTime.Valid {
 		r.AuthTime = authTime.Time.UTC()
 	}
@@ -167,13 +198,28 @@ func (s *Store) OIDCAuthRequest(ctx context.Context, id string) (identity.OIDCAu
 }
 
 // SignInOIDCAuthRequest implements identity.OIDCStore.
-func (s *Store) SignInOIDCAuthRequest(ctx context.Context, id, userID, sessionID string) error {
+func (s *Store) SignInOIDCAuthRequest(ctx context.Context, id, userID, sessionID string, authTime time.Time) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		res, err := tx.Exec(ctx, `
 			UPDATE oidc_auth_requests SET user_id = $1, session_id = $2, auth_time = $3
-			WHERE id = $4 AND NOT done AND code_digest IS NULL AND expires_at > $3`, userID, sessionID, tx.Now, id)
+			WHERE id = $4 AND user_id IS NULL AND NOT done AND code_digest IS NULL AND expires_at > $5`,
+			userID, sessionID, sqldb.Timestamp(authTime), id, tx.Now)
 		return affected(res, err)
 	})
+}
+
+// OIDCSessionSignedIn implements identity.OIDCStore.
+func (s *Store) OIDCSessionSignedIn(ctx context.Context, sessionID string) (time.Time, error) {
+	var at time.Time
+	if !ids.Valid(sessionID) {
+		return at, identity.ErrUnauthorized
+	}
+	err := s.db.QueryRow(ctx, `SELECT created_at FROM sessions WHERE id = $1 AND ended_at IS NULL AND expires_at > $2`,
+		sessionID, sqldb.Timestamp(s.db.Now())).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return at, identity.ErrUnauthorized
+	}
+	return at.UTC(), err
 }
 
 // ConsentOIDCAuthRequest implements identity.OIDCStore.
@@ -206,47 +252,103 @@ func affected(res sql.Result, err error) error {
 	return nil
 }
 
-// RedeemOIDCCode implements identity.OIDCStore: of any number of
-// concurrent redemptions, the conditional UPDATE lets exactly one through.
-func (s *Store) RedeemOIDCCode(ctx context.Context, codeDigest string) (identity.OIDCAuthRequest, error) {
-	var r identity.OIDCAuthRequest
-	var reused bool
+// OIDCAuthRequestByCode implements identity.OIDCStore. It only reads on
+// the way to an exchange; redemption is RedeemOIDCCode's, in the same
+// statement as the tokens.
+func (s *Store) OIDCAuthRequestByCode(ctx context.Context, codeDigest string) (identity.OIDCAuthRequest, identity.OIDCClient, string, error) {
+	var (
+		spent  bool
+		digest sql.NullString
+	)
+	clientDest, client := oidcClientDest()
+	r, err := scanOIDCAuthRequest(s.db.QueryRow(ctx, `
+		SELECT `+qualified("r", oidcAuthRequestColumns)+`,
+			r.code_used_at IS NOT NULL OR EXISTS (SELECT 1 FROM oidc_tokens t WHERE t.auth_request_id = r.id AND t.from_code),
+			`+qualified("c", oidcClientColumns)+`, c.secret_digest
+		FROM oidc_auth_requests r JOIN oidc_clients c ON c.id = r.client_id WHERE r.code_digest = $1`, codeDigest),
+		append(append([]any{&spent}, clientDest...), &digest)...)
+	if err != nil {
+		return identity.OIDCAuthRequest{}, identity.OIDCClient{}, "", err
+	}
+	if spent {
+		return identity.OIDCAuthRequest{}, identity.OIDCClient{}, "", s.codeReused(ctx, r.ID)
+	}
+	if !r.ExpiresAt.After(s.db.Now()) {
+		return identity.OIDCAuthRequest{}, identity.OIDCClient{}, "", identity.ErrOIDCGrantUnknown
+	}
+	return r, client(), digest.String, nil
+}
+
+// codeReused handles a second use of request id's code (RFC 6749 §4.1.2):
+// everything the first use issued is revoked, and the request is marked
+// so nothing more is issued for it. It answers ErrOIDCGrantReused once
+// the revocation is committed.
+func (s *Store) codeReused(ctx context.Context, id string) error {
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		res, err := tx.Exec(ctx, `
-			UPDATE oidc_auth_requests SET code_used_at = $1
-			WHERE code_digest = $2 AND code_used_at IS NULL AND expires_at > $1`, tx.Now, codeDigest)
-		if err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE oidc_auth_requests SET code_reused_at = $1 WHERE id = $2 AND code_reused_at IS NULL`, tx.Now, id); err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			var id string
-			err := tx.QueryRow(ctx, `SELECT id FROM oidc_auth_requests WHERE code_digest = $1 AND code_used_at IS NOT NULL`, codeDigest).Scan(&id)
-			if errors.Is(err, sql.ErrNoRows) {
-				return identity.ErrOIDCGrantUnknown
-			}
-			if err != nil {
-				return err
-			}
-			// RFC 6749 §4.1.2: a code used twice revokes what it issued,
-			// and what the first use has yet to issue (IssueOIDCTokens
-			// checks the mark under the same row lock). The revocation
-			// must commit, so the error is reported after.
-			if _, err := tx.Exec(ctx, `UPDATE oidc_auth_requests SET code_reused_at = $1 WHERE id = $2`, tx.Now, id); err != nil {
-				return err
-			}
-			if err := revokeFamiliesOf(ctx, tx, `auth_request_id = $2`, id); err != nil {
-				return err
-			}
-			reused = true
-			return nil
-		}
-		r, err = scanOIDCAuthRequest(tx.QueryRow(ctx, `SELECT `+oidcAuthRequestColumns+` FROM oidc_auth_requests WHERE code_digest = $1`, codeDigest))
-		return err
+		return revokeFamiliesOf(ctx, tx, `auth_request_id = $2`, id)
 	})
-	if err == nil && reused {
-		err = identity.ErrOIDCGrantReused
+	if err != nil {
+		return err
 	}
-	return r, err
+	return identity.ErrOIDCGrantReused
+}
+
+// RedeemOIDCCode implements identity.OIDCStore. The statement inserts the
+// tokens only while the code is unused and its client honoured; the
+// unique index oidc_tokens_one_exchange lets one exchange of a code insert
+// them, ever, so a concurrent second one fails there (on PostgreSQL it
+// waits for the first to commit) and is a reuse. Being one statement, it
+// shares its commit with the writes queued beside it (sqldb.DB.Write):
+// SQLite and PostgreSQL serialise commits, and a code exchange used to
+// need two of its own. On PostgreSQL the client's row is share-locked, so
+// RevokeOIDCClient (which updates it) either waits for the tokens and
+// revokes them, or commits first and the statement finds the client
+// revoked.
+func (s *Store) RedeemOIDCCode(ctx context.Context, id string, access identity.OIDCToken, refresh *identity.OIDCToken, refreshDigest string) error {
+	if !ids.Valid(id) {
+		return identity.ErrOIDCGrantUnknown
+	}
+	pg := s.db.Engine == sqldb.Postgres
+	cast := func(param, typ string) string {
+		if pg {
+			return param + "::" + typ
+		}
+		return param
+	}
+	now := sqldb.Timestamp(s.db.Now())
+	args := []any{now, id, access.FamilyID, access.ID, sqldb.Timestamp(access.ExpiresAt)}
+	rows := `SELECT ` + cast("$4", "uuid") + ` AS id, 'access' AS kind, ` + cast("NULL", "text") + ` AS digest, ` + cast("$5", "timestamptz") + ` AS expires_at`
+	if refresh != nil {
+		args = append(args, refresh.ID, refreshDigest, sqldb.Timestamp(refresh.ExpiresAt))
+		rows += ` UNION ALL SELECT ` + cast("$6", "uuid") + `, 'refresh', ` + cast("$7", "text") + `, ` + cast("$8", "timestamptz")
+	}
+	lock := ""
+	if pg {
+		lock = " FOR SHARE OF c"
+	}
+	res, err := s.db.Write(ctx, `
+		INSERT INTO oidc_tokens (id, kind, client_id, user_id, family_id, auth_request_id, digest, scopes, auth_time, created_at, expires_at, from_code)
+		SELECT k.id, k.kind, r.client_id, r.user_id, `+cast("$3", "uuid")+`, r.id, k.digest, r.scopes, r.auth_time, `+cast("$1", "timestamptz")+`, k.expires_at, TRUE
+		FROM oidc_auth_requests r JOIN oidc_clients c ON c.id = r.client_id JOIN users u ON u.id = r.user_id JOIN (`+rows+`) k ON TRUE
+		WHERE r.id = `+cast("$2", "text")+` AND r.done AND r.code_digest IS NOT NULL AND r.code_used_at IS NULL AND r.code_reused_at IS NULL
+		AND r.expires_at > `+cast("$1", "timestamptz")+` AND c.revoked_at IS NULL AND u.disabled_at IS NULL`+lock, args...)
+	if sqldb.IsUniqueViolation(err) {
+		return s.codeReused(ctx, id)
+	}
+	return affected(res, err)
+}
+
+// BurnOIDCCode implements identity.OIDCStore.
+func (s *Store) BurnOIDCCode(ctx context.Context, id string) error {
+	if !ids.Valid(id) {
+		return nil
+	}
+	_, err := s.db.Write(ctx, `UPDATE oidc_auth_requests SET code_used_at = $1 WHERE id = $2 AND code_digest IS NOT NULL AND code_used_at IS NULL`,
+		sqldb.Timestamp(s.db.Now()), id)
+	return err
 }
 
 // revokeFamiliesOf revokes every token in the families of the tokens
@@ -258,8 +360,8 @@ func revokeFamiliesOf(ctx context.Context, tx *sqldb.Tx, where string, arg any) 
 	return err
 }
 
-// IssueOIDCTokens implements identity.OIDCStore.
-func (s *Store) IssueOIDCTokens(ctx context.Context, access identity.OIDCToken, refresh *identity.OIDCToken, refreshDigest, rotate string) error {
+// RotateOIDCTokens implements identity.OIDCStore.
+func (s *Store) RotateOIDCTokens(ctx context.Context, access, refresh identity.OIDCToken, refreshDigest, rotate string) error {
 	var reused bool
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		// The client's row lock orders this against RevokeOIDCClient.
@@ -271,38 +373,23 @@ func (s *Store) IssueOIDCTokens(ctx context.Context, access identity.OIDCToken, 
 		if err != nil {
 			return err
 		}
-		if rotate == "" && access.AuthRequestID != "" {
-			var reusedAt sql.NullTime
-			err := tx.QueryRow(ctx, `SELECT code_reused_at FROM oidc_auth_requests WHERE id = $1`+tx.DB().ForUpdate(), access.AuthRequestID).Scan(&reusedAt)
-			if errors.Is(err, sql.ErrNoRows) || (err == nil && reusedAt.Valid) {
-				return identity.ErrOIDCGrantUnknown
-			}
-			if err != nil {
-				return err
-			}
+		res, err := tx.Exec(ctx, `
+			UPDATE oidc_tokens SET rotated_at = $1
+			WHERE digest = $2 AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL AND expires_at > $1`, tx.Now, rotate)
+		if err != nil {
+			return err
 		}
-		if rotate != "" {
-			res, err := tx.Exec(ctx, `
-				UPDATE oidc_tokens SET rotated_at = $1
-				WHERE digest = $2 AND kind = 'refresh' AND rotated_at IS NULL AND revoked_at IS NULL AND expires_at > $1`, tx.Now, rotate)
-			if err != nil {
+		if n, _ := res.RowsAffected(); n == 0 {
+			if err := revokeFamiliesOf(ctx, tx, `digest = $2`, rotate); err != nil {
 				return err
 			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				if err := revokeFamiliesOf(ctx, tx, `digest = $2`, rotate); err != nil {
-					return err
-				}
-				reused = true
-				return nil
-			}
+			reused = true
+			return nil
 		}
 		if err := insertOIDCToken(ctx, tx, access, ""); err != nil {
 			return err
 		}
-		if refresh != nil {
-			return insertOIDCToken(ctx, tx, *refresh, refreshDigest)
-		}
-		return nil
+		return insertOIDCToken(ctx, tx, refresh, refreshDigest)
 	})
 	if err == nil && reused {
 		err = identity.ErrOIDCGrantReused

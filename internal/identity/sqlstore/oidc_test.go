@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func oidcGrant(t *testing.T, engine sqldb.Engine) (*identitytest.Env, identity.O
 	if err := env.Store.CreateOIDCAuthRequest(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Store.SignInOIDCAuthRequest(ctx, req.ID, owner.User.ID, owner.SessionID); err != nil {
+	if err := env.Store.SignInOIDCAuthRequest(ctx, req.ID, owner.User.ID, owner.SessionID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.Store.ConsentOIDCAuthRequest(ctx, req.ID, owner.User.ID); err != nil {
@@ -45,19 +46,137 @@ func oidcGrant(t *testing.T, engine sqldb.Engine) (*identitytest.Env, identity.O
 	return env, c, admin, digest
 }
 
+// codeTokens are the tokens an exchange of request req's code issues.
+func codeTokens(c identity.OIDCClient, admin identity.Principal, req identity.OIDCAuthRequest) (identity.OIDCToken, *identity.OIDCToken, string) {
+	family := uuid.NewString()
+	access := identity.OIDCToken{ID: uuid.NewString(), Kind: "access", ClientID: c.ID, UserID: admin.User.ID, FamilyID: family, AuthRequestID: req.ID,
+		Scopes: req.Scopes, AuthTime: req.AuthTime, ExpiresAt: time.Now().Add(time.Hour)}
+	refresh := access
+	refresh.ID, refresh.Kind = uuid.NewString(), "refresh"
+	_, digest := identity.NewSecret()
+	return access, &refresh, digest
+}
+
+// liveTokens counts the unrevoked tokens of request id's families.
+func liveTokens(t *testing.T, env *identitytest.Env, id string) int {
+	t.Helper()
+	var n int
+	if err := env.DB.QueryRow(context.Background(), `
+		SELECT count(*) FROM oidc_tokens
+		WHERE revoked_at IS NULL AND family_id IN (SELECT family_id FROM oidc_tokens WHERE auth_request_id = $1)`, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestOIDCCodeRedeemedOnceUnderRace: of concurrent exchanges of one code
+// (all of which read it while it was unused), exactly one issues; the
+// others are second uses, which revoke what the first issued.
 func TestOIDCCodeRedeemedOnceUnderRace(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
-		env, _, _, digest := oidcGrant(t, engine)
-		codes, unexpected := race(racers, func(int) error {
-			_, err := env.Store.RedeemOIDCCode(context.Background(), digest)
-			return err
+		ctx := context.Background()
+		env, c, admin, digest := oidcGrant(t, engine)
+		const exchanges = 20
+		reqs := make([]identity.OIDCAuthRequest, exchanges)
+		for i := range reqs {
+			r, _, _, err := env.Store.OIDCAuthRequestByCode(ctx, digest)
+			if err != nil {
+				t.Fatalf("read %d of an unused code: %v", i, err)
+			}
+			reqs[i] = r
+		}
+		codes, unexpected := race(exchanges, func(i int) error {
+			access, refresh, d := codeTokens(c, admin, reqs[i])
+			return env.Store.RedeemOIDCCode(ctx, reqs[i].ID, access, refresh, d)
 		})
 		if len(unexpected) > 0 {
 			t.Fatalf("unexpected errors: %v", unexpected)
 		}
-		if codes[""] != 1 || codes[identity.CodeUnauthorized] != racers-1 {
-			t.Errorf("redemptions: got %v, want exactly one success", codes)
+		if codes[""] != 1 || codes[identity.CodeUnauthorized] != exchanges-1 {
+			t.Errorf("exchanges: got %v, want exactly one success", codes)
 		}
+		var issued int
+		if err := env.DB.QueryRow(ctx, `SELECT count(*) FROM oidc_tokens WHERE auth_request_id = $1`, reqs[0].ID).Scan(&issued); err != nil || issued != 2 {
+			t.Errorf("tokens issued for the code: got %d (%v), want 2 (one access, one refresh)", issued, err)
+		}
+		if n := liveTokens(t, env, reqs[0].ID); n != 0 {
+			t.Errorf("live tokens after the code's reuse: got %d, want 0", n)
+		}
+	})
+}
+
+// TestOIDCCodeExchange: the ways a code's exchange ends, one write each.
+func TestOIDCCodeExchange(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		tests := []struct {
+			name string
+			// before runs between the read of the code and its redemption.
+			before     func(env *identitytest.Env, c identity.OIDCClient, admin identity.Principal, req identity.OIDCAuthRequest, digest string) error
+			wantRedeem error
+			// wantRead is what a later read of the code answers.
+			wantRead error
+		}{
+			{"Once", nil, nil, identity.ErrOIDCGrantReused},
+			{"BurntByARefusedExchange", func(env *identitytest.Env, _ identity.OIDCClient, _ identity.Principal, req identity.OIDCAuthRequest, _ string) error {
+				return env.Store.BurnOIDCCode(ctx, req.ID)
+			}, identity.ErrOIDCGrantUnknown, identity.ErrOIDCGrantReused},
+			// Another exchange issues and a third use revokes that, all
+			// between this exchange's read and its redemption.
+			{"ReusedBeforeIssuance", func(env *identitytest.Env, c identity.OIDCClient, admin identity.Principal, req identity.OIDCAuthRequest, digest string) error {
+				access, refresh, d := codeTokens(c, admin, req)
+				if err := env.Store.RedeemOIDCCode(ctx, req.ID, access, refresh, d); err != nil {
+					return err
+				}
+				if _, _, _, err := env.Store.OIDCAuthRequestByCode(ctx, digest); !errors.Is(err, identity.ErrOIDCGrantReused) {
+					return fmt.Errorf("third use: got %v, want ErrOIDCGrantReused", err)
+				}
+				return nil
+			}, identity.ErrOIDCGrantUnknown, identity.ErrOIDCGrantReused},
+			{"UserDisabled", func(env *identitytest.Env, _ identity.OIDCClient, admin identity.Principal, _ identity.OIDCAuthRequest, _ string) error {
+				_, err := env.DB.Exec(ctx, `UPDATE users SET disabled_at = created_at WHERE id = $1`, admin.User.ID)
+				return err
+			}, identity.ErrOIDCGrantUnknown, nil},
+			{"ClientRevoked", func(env *identitytest.Env, c identity.OIDCClient, admin identity.Principal, _ identity.OIDCAuthRequest, _ string) error {
+				return env.Store.RevokeOIDCClient(ctx, c.AccountID, c.ID, admin.User.ID)
+			}, identity.ErrOIDCGrantUnknown, nil},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				env, c, admin, digest := oidcGrant(t, engine)
+				req, rc, rcDigest, err := env.Store.OIDCAuthRequestByCode(ctx, digest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rc.ID != c.ID || rc.Name != c.Name || rcDigest == "" {
+					t.Fatalf("the code's client: got %+v (secret digest %q), want %s with its digest", rc, rcDigest, c.ID)
+				}
+				if tt.before != nil {
+					if err := tt.before(env, c, admin, req, digest); err != nil {
+						t.Fatal(err)
+					}
+				}
+				access, refresh, d := codeTokens(c, admin, req)
+				if err := env.Store.RedeemOIDCCode(ctx, req.ID, access, refresh, d); !errors.Is(err, tt.wantRedeem) {
+					t.Fatalf("redemption: got %v, want %v", err, tt.wantRedeem)
+				}
+				if _, _, _, err := env.Store.OIDCAuthRequestByCode(ctx, digest); !errors.Is(err, tt.wantRead) {
+					t.Errorf("a later read of the code: got %v, want %v", err, tt.wantRead)
+				}
+				if tt.wantRedeem == nil {
+					// The later read was a second use.
+					if n := liveTokens(t, env, req.ID); n != 0 {
+						t.Errorf("live tokens after the second use: got %d, want 0", n)
+					}
+				}
+			})
+		}
+		t.Run("UnknownCode", func(t *testing.T) {
+			env, _, _, _ := oidcGrant(t, engine)
+			if _, _, _, err := env.Store.OIDCAuthRequestByCode(ctx, "no such digest"); !errors.Is(err, identity.ErrOIDCGrantUnknown) {
+				t.Errorf("got %v, want ErrOIDCGrantUnknown", err)
+			}
+		})
 	})
 }
 
@@ -65,24 +184,22 @@ func TestOIDCRefreshRotatedOnceUnderRace(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		ctx := context.Background()
 		env, c, admin, digest := oidcGrant(t, engine)
-		req, err := env.Store.RedeemOIDCCode(ctx, digest)
+		req, _, _, err := env.Store.OIDCAuthRequestByCode(ctx, digest)
 		if err != nil {
 			t.Fatal(err)
 		}
-		token := func(kind, family string) identity.OIDCToken {
+		first, firstRefresh, firstDigest := codeTokens(c, admin, req)
+		if err := env.Store.RedeemOIDCCode(ctx, req.ID, first, firstRefresh, firstDigest); err != nil {
+			t.Fatal(err)
+		}
+		family := first.FamilyID
+		token := func(kind string) identity.OIDCToken {
 			return identity.OIDCToken{ID: uuid.NewString(), Kind: kind, ClientID: c.ID, UserID: admin.User.ID, FamilyID: family, AuthRequestID: req.ID,
 				Scopes: []string{"openid"}, AuthTime: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
 		}
-		family := uuid.NewString()
-		first := token("refresh", family)
-		_, firstDigest := identity.NewSecret()
-		if err := env.Store.IssueOIDCTokens(ctx, token("access", family), &first, firstDigest, ""); err != nil {
-			t.Fatal(err)
-		}
 		codes, unexpected := race(racers, func(int) error {
-			next := token("refresh", family)
 			_, d := identity.NewSecret()
-			return env.Store.IssueOIDCTokens(ctx, token("access", family), &next, d, firstDigest)
+			return env.Store.RotateOIDCTokens(ctx, token("access"), token("refresh"), d, firstDigest)
 		})
 		if len(unexpected) > 0 {
 			t.Fatalf("unexpected errors: %v", unexpected)
@@ -120,9 +237,6 @@ func TestOIDCTablesRefuseInconsistentRows(t *testing.T) {
 				}
 			})
 		}
-		if _, err := env.Store.RedeemOIDCCode(ctx, "no such digest"); !errors.Is(err, identity.ErrOIDCGrantUnknown) {
-			t.Errorf("unknown code: got %v, want ErrOIDCGrantUnknown", err)
-		}
 	})
 }
 
@@ -148,26 +262,4 @@ func TestOIDCForeignKeysHoldWithForeignKeysOff(t *testing.T) {
 		t.Errorf("rows left after the account's deletion: got %d (%v), want 0", n, err)
 	}
 	sqltest.WantNoDanglingReferences(t, raw)
-}
-
-// TestOIDCCodeReusedBeforeIssuanceIssuesNothing: a second use of a code
-// that lands between the first use's redemption and its issuance leaves
-// the first use nothing to issue.
-func TestOIDCCodeReusedBeforeIssuanceIssuesNothing(t *testing.T) {
-	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
-		ctx := context.Background()
-		env, c, admin, digest := oidcGrant(t, engine)
-		req, err := env.Store.RedeemOIDCCode(ctx, digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := env.Store.RedeemOIDCCode(ctx, digest); !errors.Is(err, identity.ErrOIDCGrantReused) {
-			t.Fatalf("second redemption: got %v, want ErrOIDCGrantReused", err)
-		}
-		access := identity.OIDCToken{ID: uuid.NewString(), Kind: "access", ClientID: c.ID, UserID: admin.User.ID, FamilyID: uuid.NewString(), AuthRequestID: req.ID,
-			Scopes: []string{"openid"}, AuthTime: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
-		if err := env.Store.IssueOIDCTokens(ctx, access, nil, "", ""); !errors.Is(err, identity.ErrOIDCGrantUnknown) {
-			t.Errorf("issuance after reuse: got %v, want ErrOIDCGrantUnknown", err)
-		}
-	})
 }
