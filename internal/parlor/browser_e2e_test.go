@@ -323,3 +323,15 @@ func mailboxLink(t *testing.T, address, path string) string {
 	})
 	return link
 }
+
+// value reads a form field, which only the journey needs.
+func (b *browser) value(sel string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("%s: read %s: %v", b.name, sel, err)
+	}
+	return v
+}

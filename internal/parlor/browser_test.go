@@ -159,17 +159,6 @@ func (b *browser) mainText() string {
 	return s
 }
 
-func (b *browser) value(sel string) string {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("%s: read %s: %v", b.name, sel, err)
-	}
-	return v
-}
-
 func (b *browser) location() string {
 	u, _ := chromedp.Run(b.ctx, chromedp.Location())
 	return u
