@@ -67,7 +67,7 @@ func (s *smtpSink) close() { _ = s.srv.Close() }
 
 type sinkBackend struct{ s *smtpSink }
 
-func (b sinkBackend) NewSession(*gosmtp.Conn) (gosmtp.Session, error) { return sinkSession{b.s}, nil }
+func (b sinkBackend) NewSession(*gosmtp.Conn) (gosmtp.Session, error) { return sinkSession(b), nil }
 
 type sinkSession struct{ s *smtpSink }
 
