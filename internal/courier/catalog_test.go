@@ -24,7 +24,7 @@ func TestAccountEventTypesAreTheCatalogsAccountEvents(t *testing.T) {
 	}
 	var want []string
 	for _, e := range cat.Events {
-		if e.Status == events.StatusDeclared && strings.HasPrefix(e.SubjectDescription, "the account") {
+		if e.Status == events.StatusEmitted && strings.HasPrefix(e.SubjectDescription, "the account") {
 			want = append(want, e.Type)
 		}
 	}

@@ -22,10 +22,10 @@ const SchemasDir = "schemas/events"
 type Status string
 
 const (
-	// StatusDeclared: the publisher is built in this repository and its
-	// manifest declares the type. Grammar, manifest agreement, schema and
-	// examples are all checked.
-	StatusDeclared Status = "declared"
+	// StatusEmitted: the publisher is built in this repository, emits the
+	// type, and its manifest declares it. Grammar, manifest agreement,
+	// schema and examples are all checked.
+	StatusEmitted Status = "emitted"
 	// StatusNotEmitted: the publisher is built in this repository but does
 	// not build the feature that emits the type (platform.md catalogues it
 	// for the platform as a whole). The manifest must not declare it.
@@ -37,7 +37,7 @@ const (
 )
 
 func (s Status) valid() bool {
-	return s == StatusDeclared || s == StatusNotEmitted || s == StatusExternal
+	return s == StatusEmitted || s == StatusNotEmitted || s == StatusExternal
 }
 
 // CatalogEntry is one row of the catalog.

@@ -25,8 +25,8 @@ func (d Disagreement) String() string { return d.Where + ": " + d.Problem }
 //     vocabulary, each type once, its publisher the type's service segment,
 //     a known status and subject kind, and a description of both;
 //   - catalog and manifests agree in both directions for the publishers in
-//     this repository: a declared row is in its publisher's manifest, every
-//     manifest type has a declared row, a not_emitted row is absent from the
+//     this repository: an emitted row is in its publisher's manifest, every
+//     manifest type has an emitted row, a not_emitted row is absent from the
 //     manifest, and an external row's publisher has no manifest here;
 //   - every declared type has schemas/events/<service>/<entity>/<action>.schema.json,
 //     a closed draft 2020-12 document whose identifiers are bare UUIDs and
@@ -93,7 +93,7 @@ func Check(fsys fs.FS, manifests []Manifest) []Disagreement {
 		// Declared types meet grammar and vocabulary; rows this repository
 		// does not emit are kept as platform.md records them, grammar only.
 		parse := ParseType
-		if e.Status != StatusDeclared {
+		if e.Status != StatusEmitted {
 			parse = ParseTypeGrammar
 		}
 		t, err := parse(e.Type)
@@ -122,7 +122,7 @@ func Check(fsys fs.FS, manifests []Manifest) []Disagreement {
 
 		types, inRepo := declared[e.Publisher]
 		switch e.Status {
-		case StatusDeclared:
+		case StatusEmitted:
 			switch {
 			case !inRepo:
 				add(where, "catalogued as declared, but publisher %q has no manifest in this repository (mark the row external)", e.Publisher)
@@ -157,7 +157,7 @@ func Check(fsys fs.FS, manifests []Manifest) []Disagreement {
 			switch {
 			case !ok:
 				add(typ, "declared by %s's manifest but has no catalog row", m.Service)
-			case row.Status != StatusDeclared:
+			case row.Status != StatusEmitted:
 				add(typ, "declared by %s's manifest but catalogued as %s", m.Service, row.Status)
 			}
 			for _, p := range checkSchema(fsys, t, row) {

@@ -115,24 +115,24 @@ func TestCatalogHoldsPlatformRows(t *testing.T) {
 	}
 	// Every row of platform.md section 6 plus this repository's four additions.
 	want := map[string]Status{
-		"identity.user.created": StatusDeclared, "identity.user.email_verified": StatusDeclared,
-		"identity.account.created": StatusDeclared, "identity.account.updated": StatusDeclared,
-		"identity.account.deleted": StatusDeclared, "identity.member.invited": StatusDeclared,
-		"identity.member.joined": StatusDeclared, "identity.member.removed": StatusDeclared,
-		"identity.member.role_changed": StatusDeclared, "identity.mfa.enabled": StatusDeclared,
-		"identity.staff.enabled": StatusDeclared, "identity.staff.disabled": StatusDeclared,
-		"identity.mfa.disabled": StatusDeclared, "identity.session.revoked": StatusDeclared,
-		"identity.api_key.created": StatusDeclared, "identity.api_key.revoked": StatusDeclared,
-		"identity.oidc_client.created": StatusDeclared, "identity.oidc_client.revoked": StatusDeclared,
+		"identity.user.created": StatusEmitted, "identity.user.email_verified": StatusEmitted,
+		"identity.account.created": StatusEmitted, "identity.account.updated": StatusEmitted,
+		"identity.account.deleted": StatusEmitted, "identity.member.invited": StatusEmitted,
+		"identity.member.joined": StatusEmitted, "identity.member.removed": StatusEmitted,
+		"identity.member.role_changed": StatusEmitted, "identity.mfa.enabled": StatusEmitted,
+		"identity.staff.enabled": StatusEmitted, "identity.staff.disabled": StatusEmitted,
+		"identity.mfa.disabled": StatusEmitted, "identity.session.revoked": StatusEmitted,
+		"identity.api_key.created": StatusEmitted, "identity.api_key.revoked": StatusEmitted,
+		"identity.oidc_client.created": StatusEmitted, "identity.oidc_client.revoked": StatusEmitted,
 		"billing.plan.created": StatusExternal, "billing.plan.updated": StatusExternal,
 		"billing.customer.created": StatusExternal, "billing.subscription.started": StatusExternal,
 		"billing.subscription.updated": StatusExternal, "billing.subscription.canceled": StatusExternal,
 		"billing.subscription.past_due": StatusExternal, "billing.payment.succeeded": StatusExternal,
 		"billing.payment.failed": StatusExternal, "billing.payment.refunded": StatusExternal,
 		"billing.invoice.created": StatusExternal, "billing.usage.recorded": StatusExternal,
-		"courier.email.queued": StatusDeclared, "courier.email.delivered": StatusDeclared,
-		"courier.email.bounced": StatusDeclared, "courier.email.complained": StatusDeclared,
-		"courier.notification.suppressed": StatusDeclared, "muse.tokens.consumed": StatusExternal,
+		"courier.email.queued": StatusEmitted, "courier.email.delivered": StatusEmitted,
+		"courier.email.bounced": StatusEmitted, "courier.email.complained": StatusEmitted,
+		"courier.notification.suppressed": StatusEmitted, "muse.tokens.consumed": StatusExternal,
 	}
 	if len(cat.Events) != len(want) {
 		t.Errorf("catalog has %d rows, want %d", len(cat.Events), len(want))
@@ -169,12 +169,12 @@ func TestCheckFindsDisagreements(t *testing.T) {
 		{"ManifestDeclaresNotEmitted", func(t *testing.T, m fstest.MapFS) []Manifest {
 			// Every identity type is built now: mark one row not_emitted
 			// while the manifest still declares it.
-			row := `"type": "identity.oidc_client.created", "publisher": "identity", "status": "declared"`
+			row := `"type": "identity.oidc_client.created", "publisher": "identity", "status": "emitted"`
 			cat := string(m["catalog.json"].Data)
 			if !strings.Contains(cat, row) {
 				t.Fatalf("catalog.json has no row %s", row)
 			}
-			m["catalog.json"] = &fstest.MapFile{Data: []byte(strings.Replace(cat, row, strings.Replace(row, "declared", "not_emitted", 1), 1))}
+			m["catalog.json"] = &fstest.MapFile{Data: []byte(strings.Replace(cat, row, strings.Replace(row, "emitted", "not_emitted", 1), 1))}
 			return []Manifest{identityManifest()}
 		}, "identity.oidc_client.created", "catalogued as not_emitted, but identity's manifest declares it"},
 		{"ManifestOfExternalPublisher", func(t *testing.T, m fstest.MapFS) []Manifest {
@@ -199,7 +199,7 @@ func TestCheckFindsDisagreements(t *testing.T) {
 		}, "courier.Email.queued", "must be snake_case"},
 		{"DeclaredRowOutsideVocabulary", func(t *testing.T, m fstest.MapFS) []Manifest {
 			editRow(t, m, "identity.user.email_verified", func(r map[string]any) {
-				r["type"], r["status"] = "identity.user.frobbed", "declared"
+				r["type"], r["status"] = "identity.user.frobbed", "emitted"
 			})
 			mf := identityManifest()
 			mf.Types = append(mf.Types, "identity.user.frobbed")

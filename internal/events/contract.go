@@ -29,7 +29,7 @@ func LoadContract(fsys fs.FS) (*Contract, error) {
 	c := &Contract{rows: map[string]CatalogEntry{}, schemas: map[string]*jsonschema.Schema{}}
 	for _, e := range cat.Events {
 		c.rows[e.Type] = e
-		if e.Status != StatusDeclared {
+		if e.Status != StatusEmitted {
 			continue
 		}
 		t, err := ParseType(e.Type)
@@ -66,7 +66,7 @@ func (c *Contract) Validate(e Envelope) error {
 	if !ok {
 		return &ContractError{e.Type, "not in the catalog"}
 	}
-	if row.Status != StatusDeclared {
+	if row.Status != StatusEmitted {
 		return &ContractError{e.Type, fmt.Sprintf("catalogued as %s: no publisher in this repository emits it", row.Status)}
 	}
 	if err := row.Subject.Check(e.Subject); err != nil {
