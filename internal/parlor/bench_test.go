@@ -21,7 +21,8 @@ import (
 func BenchmarkPages(b *testing.B) {
 	st := startStack(b)
 	base := startParlor(b, st.GatewayURL)
-	cookie, team := benchSession(b, base)
+	email, cookie, team := benchSession(b, base)
+	st.makeStaff(b, email) // the operator's pages too; a customer's pages read the same
 	pages := []struct{ name, path string }{
 		{"static", "/static/style.css"},
 		{"signin", "/signin"},
@@ -30,6 +31,9 @@ func BenchmarkPages(b *testing.B) {
 		{"entitlements", "/app/accounts/" + team + "/entitlements"},
 		{"downloads", "/app/accounts/" + team + "/downloads"},
 		{"activity", "/app/accounts/" + team + "/activity"},
+		{"operator", "/operator"},
+		{"operator-account", "/operator/accounts/" + team},
+		{"operator-entitlements", "/operator/entitlements"},
 	}
 	const clients = 8
 	for _, pg := range pages {
@@ -81,8 +85,8 @@ func BenchmarkPages(b *testing.B) {
 }
 
 // benchSession signs a user up through parlor and makes a team: the
-// session cookie and the team's id.
-func benchSession(b *testing.B, base string) (cookie, team string) {
+// user's email, the session cookie and the team's id.
+func benchSession(b *testing.B, base string) (email, cookie, team string) {
 	b.Helper()
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	post := func(path string, form url.Values) *http.Response {
@@ -98,7 +102,8 @@ func benchSession(b *testing.B, base string) (cookie, team string) {
 		resp.Body.Close()
 		return resp
 	}
-	resp := post("/signup", url.Values{"email": {uniqueEmail("bench")}, "password": {"correct horse battery"}})
+	email = uniqueEmail("bench")
+	resp := post("/signup", url.Values{"email": {email}, "password": {"correct horse battery"}})
 	for _, c := range resp.Cookies() {
 		if c.Name == parlor.CookieName {
 			cookie = c.Value
@@ -112,5 +117,5 @@ func benchSession(b *testing.B, base string) (cookie, team string) {
 	if m == nil {
 		b.Fatalf("create team: %d", resp.StatusCode)
 	}
-	return cookie, m[1]
+	return email, cookie, m[1]
 }

@@ -154,7 +154,7 @@ func startStack(t testing.TB) *stack {
 }
 
 // makeStaff marks email as staff, as `platform identity staff add` does.
-func (s *stack) makeStaff(t *testing.T, email string) {
+func (s *stack) makeStaff(t testing.TB, email string) {
 	t.Helper()
 	env := cli.Env{Getenv: envOf(map[string]string{"DATABASE_URL": s.IdentityDB}), Stdout: io.Discard, Stderr: io.Discard}
 	if err := identitycmd.Run(context.Background(), []string{"staff", "add", email}, env); err != nil {
