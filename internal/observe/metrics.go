@@ -16,8 +16,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,48 +32,6 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
-	// routes holds each route and method's series, bound once, so a
-	// request costs one map read instead of two label lookups.
-	routes sync.Map // routeKey → *routeSeries
-}
-
-type routeKey struct{ route, method string }
-
-// routeSeries are one route and method's series: a counter per status
-// class (index status/100), bound when the class is first answered (a
-// class never answered has no series), and the duration.
-type routeSeries struct {
-	codes    [6]atomic.Pointer[boundCounter]
-	duration prometheus.Observer
-}
-
-type boundCounter struct{ prometheus.Counter }
-
-func (m *Metrics) series(route, method string) *routeSeries {
-	k := routeKey{route, method}
-	if s, ok := m.routes.Load(k); ok {
-		return s.(*routeSeries)
-	}
-	got, _ := m.routes.LoadOrStore(k, &routeSeries{duration: m.duration.WithLabelValues(route, method)})
-	return got.(*routeSeries)
-}
-
-// count counts one answer with status.
-func (s *routeSeries) count(m *Metrics, route, method string, status int) {
-	class := status / 100
-	if class < 1 || class > 5 {
-		class = 0
-	}
-	c := s.codes[class].Load()
-	if c == nil {
-		label := "other"
-		if class > 0 {
-			label = strconv.Itoa(class) + "xx"
-		}
-		c = &boundCounter{m.requests.WithLabelValues(route, method, label)}
-		s.codes[class].Store(c)
-	}
-	c.Inc()
 }
 
 // New returns service's metrics: its own registry (so several services in
@@ -182,9 +138,8 @@ func (m *Metrics) Middleware(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			rt := route(*pattern)
-			s := m.series(rt, method)
-			s.count(m, rt, method, status)
-			s.duration.Observe(time.Since(start).Seconds())
+			m.requests.WithLabelValues(rt, method, strconv.Itoa(status/100)+"xx").Inc()
+			m.duration.WithLabelValues(rt, method).Observe(time.Since(start).Seconds())
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))
 	})
