@@ -122,13 +122,11 @@ type Store interface {
 	// ClaimDue leases up to limit due queued messages for lease, each
 	// under a new attempt id.
 	ClaimDue(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error)
-	// Delivered, Bounced and Failed finish a message, erase its sealed
-	// data and write its event; Retry records a temporary failure and the
-	// next attempt's time. Each applies only while attemptID still holds
-	// the lease, and reports whether it did.
-	Delivered(ctx context.Context, id, attemptID string) (bool, error)
-	// DeliveredAll is Delivered for several attempts in one transaction;
-	// it reports, per attempt, whether it still held its message.
+	// DeliveredAll, Bounced and Failed finish messages, erase their sealed
+	// data and write their events (DeliveredAll a batch of accepted ones
+	// in one transaction); Retry records a temporary failure and the next
+	// attempt's time. Each applies only while the attempt id still holds
+	// the lease, and reports (per attempt) whether it did.
 	DeliveredAll(ctx context.Context, attempts []Attempt) ([]bool, error)
 	Bounced(ctx context.Context, id, attemptID, detail string) (bool, error)
 	Failed(ctx context.Context, id, attemptID, detail string) (bool, error)

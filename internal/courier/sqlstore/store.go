@@ -233,17 +233,6 @@ func finish(ctx context.Context, tx *sqldb.Tx, id, attemptID, status string) (te
 	return template, to, attempts, err == nil, err
 }
 
-// Delivered implements courier.Store.
-func (s *Store) Delivered(ctx context.Context, id, attemptID string) (bool, error) {
-	var ok bool
-	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		var err error
-		ok, err = delivered(ctx, tx, id, attemptID)
-		return err
-	})
-	return ok, err
-}
-
 // DeliveredAll implements courier.Store: one transaction for a batch, as
 // every transaction waits its turn for SQLite's one writer.
 func (s *Store) DeliveredAll(ctx context.Context, attempts []courier.Attempt) ([]bool, error) {
