@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/platformco/platform/internal/e2e"
+	"github.com/platformco/platform/internal/parlor"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 	"github.com/platformco/platform/internal/testutil"
@@ -82,7 +83,8 @@ func (rc *otlpReceiver) trace(id string) []otlpSpan {
 // an in-process OTLP receiver and follows one request through the gateway
 // to box, which asks identity about membership: one trace, continuing the
 // caller's traceparent, with a server span in each service and each
-// server span the child of its caller's client span.
+// server span the child of its caller's client span. Then the same from a
+// browser's page: parlor's server span, its call to the gateway, and on.
 func TestOneTraceSpansGatewayBoxAndIdentity(t *testing.T) {
 	rc := &otlpReceiver{}
 	recv := httptest.NewServer(rc)
@@ -134,10 +136,6 @@ func TestOneTraceSpansGatewayBoxAndIdentity(t *testing.T) {
 		spans = rc.trace(traceID)
 		return serverOf(spans, "gateway") != nil && serverOf(spans, "box") != nil && serverOf(spans, "identity") != nil
 	})
-	byID := map[string]otlpSpan{}
-	for _, s := range spans {
-		byID[s.spanID] = s
-	}
 	gwSpan := serverOf(spans, "gateway")
 	if gwSpan.parentID != callerSpan {
 		t.Errorf("gateway's server span has parent %s, want the caller's %s", gwSpan.parentID, callerSpan)
@@ -145,16 +143,50 @@ func TestOneTraceSpansGatewayBoxAndIdentity(t *testing.T) {
 	if gwSpan.name != "GET /v1/accounts/{id}/entitlements" && gwSpan.name[:4] != "GET " {
 		t.Errorf("gateway's server span is named %q, want the method and route", gwSpan.name)
 	}
-	for _, hop := range []struct{ callee, caller string }{{"box", "gateway"}, {"identity", "box"}} {
-		s := serverOf(spans, hop.callee)
-		parent, ok := byID[s.parentID]
-		if !ok || parent.kind != client {
-			t.Errorf("%s's server span %q: parent %s is not an exported client span (got %+v)", hop.callee, s.name, s.parentID, parent)
-			continue
+	hops := func(spans []otlpSpan, hops ...[2]string) {
+		t.Helper()
+		byID := map[string]otlpSpan{}
+		for _, s := range spans {
+			byID[s.spanID] = s
 		}
-		grand, ok := byID[parent.parentID]
-		if !ok || grand.service != hop.caller {
-			t.Errorf("%s's caller span %q descends from %+v, want a %s span", hop.callee, parent.name, grand, hop.caller)
+		for _, hop := range hops {
+			callee, caller := hop[0], hop[1]
+			s := serverOf(spans, callee)
+			parent, ok := byID[s.parentID]
+			if !ok || parent.kind != client {
+				t.Errorf("%s's server span %q: parent %s is not an exported client span (got %+v)", callee, s.name, s.parentID, parent)
+				continue
+			}
+			grand, ok := byID[parent.parentID]
+			if !ok || grand.service != caller {
+				t.Errorf("%s's caller span %q descends from %+v, want a %s span", callee, parent.name, grand, caller)
+			}
 		}
 	}
+	hops(spans, [2]string{"box", "gateway"}, [2]string{"identity", "box"})
+
+	// A page of the web app: parlor's span is the root of the rest.
+	web := e2e.Start(t, with(e2e.Env{"PARLOR_API_URL": gw.URL}), "parlor", "serve")
+	const pageTrace, browserSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	req, _ = http.NewRequest("GET", web.URL+"/app/accounts/"+team+"/entitlements", nil)
+	req.AddCookie(&http.Cookie{Name: parlor.CookieName, Value: tok})
+	req.Header.Set("traceparent", "00-"+pageTrace+"-"+browserSpan+"-01")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the entitlements page: %d", resp.StatusCode)
+	}
+	testutil.Eventually(t, 10*time.Second, "server spans of parlor, gateway, box and identity in the page's trace", func() bool {
+		spans = rc.trace(pageTrace)
+		return serverOf(spans, "parlor") != nil && serverOf(spans, "gateway") != nil && serverOf(spans, "box") != nil && serverOf(spans, "identity") != nil
+	})
+	if p := serverOf(spans, "parlor"); p.parentID != browserSpan || p.name != "GET /app/accounts/{id}/entitlements" {
+		t.Errorf("parlor's server span %q has parent %s, want the page route under the browser's %s", p.name, p.parentID, browserSpan)
+	}
+	// The page asks the gateway more than once (the user, then the
+	// entitlements), so identity also answers the gateway directly here.
+	hops(spans, [2]string{"gateway", "parlor"}, [2]string{"box", "gateway"})
 }

@@ -61,7 +61,7 @@ func (g *Gateway) login(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := g.callIdentity(r, http.MethodPost, "/v1/session", "", body)
 	if err != nil {
-		g.log.Warn("identity login call failed", "error", safeError(err), "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+		g.log.WarnContext(r.Context(), "identity login call failed", "err", safeError(err))
 		writeError(w, r, g.log, errs.New(CodeUnavailable, "the identity service could not be reached"))
 		return
 	}
@@ -79,7 +79,7 @@ func (g *Gateway) login(w http.ResponseWriter, r *http.Request) {
 		Token string `json:"token"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil || out.Token == "" {
-		g.log.Error("identity answered a login without a token", "status", resp.StatusCode)
+		g.log.ErrorContext(r.Context(), "identity answered a login without a token", "status", resp.StatusCode)
 		writeError(w, r, g.log, errs.New(CodeUnavailable, "the identity service answered unexpectedly"))
 		return
 	}
@@ -88,7 +88,7 @@ func (g *Gateway) login(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, errInvalidToken) {
 			// identity issued a token this gateway cannot verify: an
 			// issuer or key-set misconfiguration, not the caller's fault.
-			g.log.Error("identity issued a token that does not verify; check IDENTITY_ISSUER")
+			g.log.ErrorContext(r.Context(), "identity issued a token that does not verify; check IDENTITY_ISSUER")
 			g.endIdentitySession(r, out.Token)
 			writeError(w, r, g.log, errs.New(CodeUnavailable, "the identity service answered unexpectedly"))
 			return
@@ -99,7 +99,7 @@ func (g *Gateway) login(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := g.sessions.Create(r.Context(), out.Token, claims.ExpiresAt)
 	if err != nil {
-		g.log.Warn("session store write failed", "error", err.Error())
+		g.log.WarnContext(r.Context(), "session store write failed", "err", err.Error())
 		// Nothing may be left half done: the identity session nobody can
 		// use is ended again.
 		g.endIdentitySession(r, out.Token)
@@ -142,13 +142,13 @@ func (g *Gateway) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		g.log.Warn("session store read failed", "error", err.Error())
+		g.log.WarnContext(r.Context(), "session store read failed", "err", err.Error())
 		writeError(w, r, g.log, &retryError{err: errSessionsDown, retryAfter: sessionRetryAfter})
 		return
 	}
 	resp, err := g.callIdentity(r, http.MethodDelete, "/v1/session", sess.Token, nil)
 	if err != nil {
-		g.log.Warn("identity logout call failed", "error", safeError(err), "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+		g.log.WarnContext(r.Context(), "identity logout call failed", "err", safeError(err))
 		writeError(w, r, g.log, errs.New(CodeUnavailable, "the identity service could not be reached; the session is still open"))
 		return
 	}
@@ -156,12 +156,12 @@ func (g *Gateway) logout(w http.ResponseWriter, r *http.Request) {
 	resp.Body.Close()
 	// 401 means identity no longer knows the session: it has ended.
 	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusUnauthorized {
-		g.log.Warn("identity refused to end a session", "status", resp.StatusCode)
+		g.log.WarnContext(r.Context(), "identity refused to end a session", "status", resp.StatusCode)
 		writeError(w, r, g.log, errs.New(CodeUnavailable, "the identity service could not end the session; it is still open"))
 		return
 	}
 	if err := g.sessions.Delete(r.Context(), c.Value); err != nil {
-		g.log.Warn("session store delete failed", "error", err.Error())
+		g.log.WarnContext(r.Context(), "session store delete failed", "err", err.Error())
 		writeError(w, r, g.log, &retryError{err: errSessionsDown, retryAfter: sessionRetryAfter})
 		return
 	}
@@ -184,7 +184,7 @@ func (g *Gateway) session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		g.log.Warn("session store read failed", "error", err.Error())
+		g.log.WarnContext(r.Context(), "session store read failed", "err", err.Error())
 		writeError(w, r, g.log, &retryError{err: errSessionsDown, retryAfter: sessionRetryAfter})
 		return
 	}
@@ -234,7 +234,7 @@ func (g *Gateway) endIdentitySession(r *http.Request, token string) {
 	defer cancel()
 	resp, err := g.callIdentity(r.WithContext(ctx), http.MethodDelete, "/v1/session", token, nil)
 	if err != nil {
-		g.log.Warn("could not end an unused identity session", "error", safeError(err))
+		g.log.WarnContext(r.Context(), "could not end an unused identity session", "err", safeError(err))
 		return
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxIdentityBody))

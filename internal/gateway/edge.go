@@ -126,7 +126,7 @@ func (g *Gateway) authenticate(r *http.Request) (caller, error) {
 				return caller{}, errNoSession
 			}
 			if err != nil {
-				g.log.Warn("session store read failed", "error", err.Error())
+				g.log.WarnContext(r.Context(), "session store read failed", "err", err.Error())
 				return caller{}, &retryError{err: errSessionsDown, retryAfter: sessionRetryAfter}
 			}
 			claims, err := g.verifier.Verify(r.Context(), sess.Token)

@@ -155,8 +155,7 @@ func writeErrorIn(w http.ResponseWriter, r *http.Request, logger *slog.Logger, e
 		}
 	}
 	if a.code == "" {
-		logger.Error("internal error", "error", err.Error(), "method", r.Method, "path", r.URL.Path,
-			"trace_id", httpx.TraceFrom(r.Context()).TraceID)
+		logger.ErrorContext(r.Context(), "internal error", "err", err.Error(), "method", r.Method, "path", r.URL.Path)
 		a = answers[env][CodeInternal]
 	}
 	h := w.Header()

@@ -117,13 +117,13 @@ func (g *Gateway) proxyError(name string) func(http.ResponseWriter, *http.Reques
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		if r.Context().Err() != nil {
 			// The caller went away; there is nobody to answer.
-			g.log.Info("caller left before the upstream answered", "upstream", name,
-				"path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+			g.log.InfoContext(r.Context(), "caller left before the upstream answered", "upstream", name,
+				"path", r.URL.Path)
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		g.log.Warn("upstream request failed", "upstream", name, "method", r.Method, "path", r.URL.Path,
-			"error", safeError(err), "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+		g.log.WarnContext(r.Context(), "upstream request failed", "upstream", name, "method", r.Method, "path", r.URL.Path,
+			"err", safeError(err))
 		fw, _ := r.Context().Value(forwardKey{}).(forward)
 		writeErrorIn(w, r, g.log, fw.env, errs.New(CodeUnavailable, "the "+name+" service could not be reached"))
 	}

@@ -55,7 +55,7 @@ func (g *Gateway) readiness(ctx context.Context) httpx.Readiness {
 				return
 			}
 			res.Deps[name] = "unavailable"
-			g.log.Warn("readiness: dependency unavailable", "dep", name, "error", safeError(err))
+			g.log.Warn("readiness: dependency unavailable", "dep", name, "err", safeError(err))
 		})
 	}
 	wg.Wait()

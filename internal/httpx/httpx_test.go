@@ -82,7 +82,7 @@ func TestDecodeJSON(t *testing.T) {
 
 func TestWriteProblemCarriesTraceID(t *testing.T) {
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
-	h := Observe(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := Observe(slog.New(slog.DiscardHandler), nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, r, 404, "not_found", "no such thing", nil)
 	}))
 	r := httptest.NewRequest("GET", "/x", nil)
@@ -216,7 +216,7 @@ func TestServeDrainsInFlightRequests(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, ln, h, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	go func() { served <- Serve(ctx, ln, h, slog.New(slog.DiscardHandler)) }()
 	got := make(chan string, 1)
 	go func() {
 		resp, err := http.Get("http://" + ln.Addr().String())

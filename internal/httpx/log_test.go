@@ -23,7 +23,7 @@ func TestNewLogger(t *testing.T) {
 			map[string]any{"service": "box", "trace_id": traceID, "msg": "hello"}, nil},
 		{"NoTraceWithoutRequest", func(l *slog.Logger) { l.Info("started") },
 			map[string]any{"service": "box"}, []string{"trace_id"}},
-		{"ErrorKeyIsErr", func(l *slog.Logger) { l.WarnContext(reqCtx, "failed", "error", errors.New("boom")) },
+		{"ErrorKeyIsErr", func(l *slog.Logger) { l.WarnContext(reqCtx, "failed", "error", errors.New("boom")) }, //nolint:sloglint // the rename is what this case tests
 			map[string]any{"err": "boom", "trace_id": traceID}, []string{"error"}},
 		{"TraceByHandOnce", func(l *slog.Logger) { l.InfoContext(reqCtx, "x", "trace_id", traceID) },
 			map[string]any{"trace_id": traceID}, nil},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -25,7 +24,7 @@ import (
 	"github.com/platformco/platform/internal/testutil"
 )
 
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // insertRows writes n outbox rows the way identity's store does: a new
 // envelope id, published_at null, attempts 0, next_attempt_at = created_at.

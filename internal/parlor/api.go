@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/observe"
 )
 
 // Client speaks the platform's public API through the gateway with the
@@ -31,6 +32,9 @@ func NewClient(base string, timeout time.Duration) *Client {
 		base: strings.TrimRight(base, "/"),
 		http: &http.Client{
 			Timeout: timeout,
+			// Each call is a client span when tracing is on; its
+			// traceparent then replaces the page's own (call).
+			Transport: observe.Transport(http.DefaultTransport.(*http.Transport).Clone()),
 			// The API never redirects; a redirect would be a misrouted
 			// gateway, and following it could carry the token elsewhere.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

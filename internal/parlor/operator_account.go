@@ -76,7 +76,7 @@ func (s *server) operatorAccount(w http.ResponseWriter, r *http.Request, sess *s
 	case StatusOf(err) == http.StatusNotFound:
 	default:
 		d.Registry = true
-		s.log.Warn("staff pulls", "account_id", acct.ID, "error", err.Error())
+		s.log.WarnContext(r.Context(), "staff pulls", "account_id", acct.ID, "err", err.Error())
 		d.PullsError = "The pull record cannot be read now; reload the page to try again."
 	}
 	for _, row := range d.Rows {

@@ -125,7 +125,7 @@ func newServer(d Deps) (*server, error) {
 func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name string, p *page) {
 	t, ok := s.pages[name]
 	if !ok {
-		s.log.Error("no such page template", "page", name)
+		s.log.ErrorContext(r.Context(), "no such page template", "page", name)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
@@ -140,7 +140,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
-		s.log.Error("render page", "page", name, "error", err.Error())
+		s.log.ErrorContext(r.Context(), "render page", "page", name, "err", err.Error())
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
@@ -166,7 +166,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, user *Me, err erro
 		http.Redirect(w, r, "/signin", http.StatusSeeOther)
 	case Unavailable(err):
 		if StatusOf(err) == 0 || StatusOf(err) >= 500 {
-			s.log.Warn("platform API unavailable", "path", r.URL.Path, "error", err.Error())
+			s.log.WarnContext(r.Context(), "platform API unavailable", "path", r.URL.Path, "err", err.Error())
 		}
 		s.render(w, r, http.StatusServiceUnavailable, "error", &page{Title: "Unavailable", User: user, Error: unavailableText})
 	case StatusOf(err) == http.StatusNotFound:

@@ -144,7 +144,7 @@ func Start(ctx context.Context, db *sqldb.DB, store *sqlstore.Store, cfg Config,
 			if runCtx.Err() != nil {
 				return
 			}
-			logger.Warn("events: cannot set up the consumer; retrying (deletions wait in the stream)", "error", err.Error())
+			logger.Warn("events: cannot set up the consumer; retrying (deletions wait in the stream)", "err", err.Error())
 			t := time.NewTimer(3 * time.Second)
 			select {
 			case <-runCtx.Done():

@@ -2,7 +2,6 @@ package accountdeleted_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -116,7 +115,7 @@ func TestAccountDeletedRevokesAndVoids(t *testing.T) {
 
 			stop, err := accountdeleted.Start(ctx, db, store, accountdeleted.Config{
 				EventsURL: b.URL, Stream: b.Stream, Backoff: []time.Duration{50 * time.Millisecond},
-			}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,7 +181,7 @@ func TestAccountDeletedRevokesAndVoids(t *testing.T) {
 func TestStartRefusesUnmigratedDatabase(t *testing.T) {
 	db := sqltest.Open(t, sqldb.SQLite, sqlstore.Migrations)
 	_, err := accountdeleted.Start(context.Background(), db, sqlstore.New(db), accountdeleted.Config{EventsURL: "nats://127.0.0.1:1"},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+		slog.New(slog.DiscardHandler))
 	if err == nil {
 		t.Fatal("Start on a database without consumer tables succeeded")
 	}
@@ -206,7 +205,7 @@ func TestStartWaitsForTheBroker(t *testing.T) {
 	b := eventstest.Embedded(t)
 	b.Server.Shutdown()
 	stop, err := accountdeleted.Start(ctx, db, store, accountdeleted.Config{EventsURL: b.URL, Stream: b.Stream},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+		slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("Start with the broker down: %v", err)
 	}

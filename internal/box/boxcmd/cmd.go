@@ -21,7 +21,6 @@ import (
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
-	"github.com/platformco/platform/internal/debugsrv"
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
@@ -101,15 +100,9 @@ type Config struct {
 	// IdentityTimeout bounds every identity round trip.
 	IdentityTimeout time.Duration `env:"BOX_IDENTITY_TIMEOUT, default=2s" rule:"positive"`
 	CapabilityTTL   time.Duration `env:"BOX_CAPABILITY_TTL, default=5m" rule:"positive"`
-	// DebugAddr serves the profiling endpoints, on loopback only.
-	DebugAddr string `env:"DEBUG_ADDR" rule:"loopback"`
-	// MetricsAddr (METRICS_ADDR) serves Prometheus metrics at /metrics on
-	// a listener of its own; empty serves none.
-	MetricsAddr string `env:"METRICS_ADDR"`
-	// OTLPEndpoint (OTEL_EXPORTER_OTLP_ENDPOINT) exports traces over
-	// OTLP/HTTP; empty exports none.
-	OTLPEndpoint string     `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
-	LogLevel     slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
+	// Telemetry is DEBUG_ADDR, METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT.
+	observe.Telemetry
+	LogLevel slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
 	// EventsURL, with DATABASE_URL, is where box consumes
 	// identity.account.deleted (events.go).
 	EventsURL string `env:"EVENTS_URL"`
@@ -136,26 +129,12 @@ func (c *Config) Validate() error {
 // It does not migrate: it stops when the schema is behind, and while the
 // database does not answer it serves 503 until it does (sqldb.Gate).
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
-	if cfg.DebugAddr != "" {
-		_, stopDebug, err := debugsrv.Start(ctx, cfg.DebugAddr, logger)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("DEBUG_ADDR: %w", err)
-		}
-		defer stopDebug()
-	}
-	metrics, stopMetrics, err := observe.Start(ctx, "box", cfg.MetricsAddr, logger)
+	metrics, tracing, stopTelemetry, err := cfg.Telemetry.Start(ctx, "box", logger)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	defer stopMetrics()
-	tracing, stopTracing, err := observe.StartTracing(ctx, "box", cfg.OTLPEndpoint)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
+	defer stopTelemetry()
 	if cfg.DatabaseURL == "" {
 		return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase}))), logger)
 	}

@@ -81,7 +81,7 @@ func serve(t *testing.T, cfg boxcmd.Config) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- boxcmd.Serve(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), ln) }()
+	go func() { done <- boxcmd.Serve(ctx, cfg, slog.New(slog.DiscardHandler), ln) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -122,17 +122,12 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
-	metrics, stopMetrics, err := observe.Start(ctx, "courier", cfg.MetricsAddr, logger)
+	metrics, tracing, stopTelemetry, err := cfg.Telemetry.Start(ctx, "courier", logger)
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
+	defer stopTelemetry()
 	metrics.Database(db.DB, "courier")
-	tracing, stopTracing, err := observe.StartTracing(ctx, "courier", cfg.OTLPEndpoint)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
 	observe.Statements(db, metrics, tracing)
 	obs := newObserved(metrics)
 	if cfg.EventsURL != "" {

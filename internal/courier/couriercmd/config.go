@@ -10,6 +10,7 @@ import (
 	"github.com/platformco/platform/internal/courier/httpapi"
 	"github.com/platformco/platform/internal/courier/smtp"
 	"github.com/platformco/platform/internal/events"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -27,11 +28,8 @@ type Config struct {
 	Port            int           `env:"PORT, default=4000" rule:"port"`
 	DatabaseURL     string        `env:"DATABASE_URL"`
 	DatabaseTimeout time.Duration `env:"DATABASE_TIMEOUT, default=5s" rule:"positive"`
-	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
-	// its own; empty serves none.
-	MetricsAddr string `env:"METRICS_ADDR"`
-	// OTLPEndpoint exports traces over OTLP/HTTP; empty exports none.
-	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	// Telemetry is DEBUG_ADDR, METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT.
+	observe.Telemetry
 	// Env is COURIER_ENV; only "development" admits the local adapter and
 	// plain-http loopback webhook endpoints.
 	Env string `env:"COURIER_ENV, default=production"`

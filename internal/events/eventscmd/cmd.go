@@ -81,12 +81,8 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 type PublishConfig struct {
 	// DatabaseURL is the publishing service's database; required.
 	DatabaseURL string `env:"DATABASE_URL"`
-	// MetricsAddr (METRICS_ADDR) serves Prometheus metrics at /metrics on
-	// a listener of its own; empty serves none.
-	MetricsAddr string `env:"METRICS_ADDR"`
-	// OTLPEndpoint exports the publish spans over OTLP/HTTP; empty
-	// exports none (the messages still carry their rows' traceparent).
-	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	// Telemetry is DEBUG_ADDR, METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT.
+	observe.Telemetry
 	// EventsURL is the NATS server to publish to, such as
 	// nats://127.0.0.1:4222; required.
 	EventsURL string     `env:"EVENTS_URL"`
@@ -140,18 +136,13 @@ func runPublish(ctx context.Context, args []string, env cli.Env) error {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
-	metrics, stopMetrics, err := observe.Start(ctx, "events-publisher", cfg.MetricsAddr, logger)
+	metrics, tracing, stopTelemetry, err := cfg.Telemetry.Start(ctx, "events-publisher", logger)
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
+	defer stopTelemetry()
 	metrics.Database(db.DB, *service)
 	metrics.Outbox(db, logger)
-	tracing, stopTracing, err := observe.StartTracing(ctx, "events-publisher", cfg.OTLPEndpoint)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
 	observe.Statements(db, metrics, tracing)
 	if err := sqldb.NewGate(db, migrations, "platform "+*service+" migrate").Check(ctx); err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)

@@ -19,7 +19,6 @@ import (
 
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
-	"github.com/platformco/platform/internal/debugsrv"
 	"github.com/platformco/platform/internal/gateway"
 	"github.com/platformco/platform/internal/gateway/jwks"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
@@ -68,13 +67,8 @@ type Config struct {
 	// RedisKeyPrefix starts every Redis key the gateway writes; "gateway:"
 	// unless set (tests use a unique one).
 	RedisKeyPrefix string
-	// DebugAddr serves the profiling endpoints, on loopback only.
-	DebugAddr string `env:"DEBUG_ADDR" rule:"loopback"`
-	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
-	// its own; empty serves none.
-	MetricsAddr string `env:"METRICS_ADDR"`
-	// OTLPEndpoint exports traces over OTLP/HTTP; empty exports none.
-	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	// Telemetry is DEBUG_ADDR, METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT.
+	observe.Telemetry
 }
 
 // Validate implements config.Validator: the rules that span fields, and
@@ -161,26 +155,12 @@ func (c *Config) parseTrusted() error {
 // Serve runs the gateway on ln until ctx is done, then drains in-flight
 // requests and returns.
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
-	if cfg.DebugAddr != "" {
-		_, stopDebug, err := debugsrv.Start(ctx, cfg.DebugAddr, logger)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("DEBUG_ADDR: %w", err)
-		}
-		defer stopDebug()
-	}
-	metrics, stopMetrics, err := observe.Start(ctx, "gateway", cfg.MetricsAddr, logger)
+	metrics, tracing, stopTelemetry, err := cfg.Telemetry.Start(ctx, "gateway", logger)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	defer stopMetrics()
-	tracing, stopTracing, err := observe.StartTracing(ctx, "gateway", cfg.OTLPEndpoint)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
+	defer stopTelemetry()
 	// The key cache outlives ctx while in-flight requests drain, and stops
 	// (and is waited for) when Serve returns.
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))

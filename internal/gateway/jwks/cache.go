@@ -218,7 +218,7 @@ func (c *Cache) Run(ctx context.Context) {
 			wait = retry
 			retry = min(retry*2, max(minRetry, min(maxRetry, c.opts.TTL/4)))
 			c.log.Warn("identity key set fetch failed; any keys held are kept until they expire", "url", c.opts.URL,
-				"error", err.Error(), "retry_in_ms", wait.Milliseconds(), "usable", c.Status(time.Now()).Usable)
+				"err", err.Error(), "retry_in_ms", wait.Milliseconds(), "usable", c.Status(time.Now()).Usable)
 		}
 		c.nextAttempt.Store(time.Now().Add(wait).UnixNano())
 		timer.Reset(wait)

@@ -72,7 +72,7 @@ func (r *Redis) Allow(ctx context.Context, key string) Decision {
 		r.downUntil.Store(now.Add(redisBackoff).UnixNano())
 		if last := r.lastLog.Load(); now.UnixNano()-last >= int64(logEvery) && r.lastLog.CompareAndSwap(last, now.UnixNano()) {
 			r.log.Warn("rate limiter cannot reach Redis; using per-process limits",
-				"error", err.Error(), "fallbacks_so_far", r.fallbacks.Load())
+				"err", err.Error(), "fallbacks_so_far", r.fallbacks.Load())
 		}
 		return r.fallBack(key, now)
 	}

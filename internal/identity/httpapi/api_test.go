@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -285,7 +284,7 @@ func TestLockedAnswer(t *testing.T) {
 }
 
 func TestWithoutDatabase(t *testing.T) {
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	none := func(context.Context) httpx.Readiness {
 		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -41,7 +40,7 @@ func fuzzServer(f *testing.F) (h http.Handler, token, accountID, userID string) 
 	h = httpapi.NewServer(httpapi.Deps{
 		Service: svc, Idempotency: idempotency.New(db, make([]byte, idempotency.SecretSize)),
 		Ready:  func(context.Context) httpx.Readiness { return httpx.Readiness{Ready: true, Body: map[string]string{}} },
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	ctx := context.Background()
 	u, err := svc.Register(ctx, identity.RegisterInput{Email: "fuzz@example.com", Password: "fuzz password"})

@@ -47,7 +47,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 // TestOpenAPIServed: /openapi.json answers the embedded document, with or
 // without a database.
 func TestOpenAPIServed(t *testing.T) {
-	c := openapitest.NewClient(t, OpenAPI(), NewServer(Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), nil)
+	c := openapitest.NewClient(t, OpenAPI(), NewServer(Deps{Logger: slog.New(slog.DiscardHandler)}), nil)
 	res := c.Do("GET", "/openapi.json", "", 200)
 	if got := res.Header().Get("Content-Type"); got != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", got)
@@ -74,7 +74,7 @@ func claimKey(t *testing.T, db *sqldb.DB, caller, key, method, path, body string
 func TestOpenAPIConformance(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		env := identitytest.New(t, engine, identitytest.Config{})
-		logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+		logger := slog.New(slog.DiscardHandler)
 		seen := &openapitest.Coverage{}
 		c := openapitest.NewClient(t, OpenAPI(), NewServer(Deps{
 			Service:     env.Service,

@@ -15,7 +15,6 @@ import (
 
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
-	"github.com/platformco/platform/internal/debugsrv"
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
@@ -46,9 +45,9 @@ type Config struct {
 	// the cores (identity.DefaultHashConcurrency).
 	HashConcurrency int    `env:"IDENTITY_HASH_CONCURRENCY, default=0" rule:"nonnegative"`
 	EventsURL       string `env:"EVENTS_URL"`
-	// DebugAddr serves the profiling endpoints, on loopback only.
-	DebugAddr string     `env:"DEBUG_ADDR" rule:"loopback"`
-	LogLevel  slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
+	// Telemetry is DEBUG_ADDR, METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT.
+	observe.Telemetry
+	LogLevel slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
 	// PublicURL is where the web app's pages for emailed links live;
 	// empty means the issuer.
 	PublicURL string `env:"IDENTITY_PUBLIC_URL" rule:"url"`
@@ -56,11 +55,6 @@ type Config struct {
 	// mail to courier; unset, mail waits in identity's database.
 	CourierURL   string `env:"IDENTITY_COURIER_URL" rule:"url"`
 	CourierToken string `env:"IDENTITY_COURIER_TOKEN"`
-	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
-	// its own; empty serves none.
-	MetricsAddr string `env:"METRICS_ADDR"`
-	// OTLPEndpoint exports traces over OTLP/HTTP; empty exports none.
-	OTLPEndpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
 }
 
 // Validate implements config.Validator.
@@ -146,26 +140,12 @@ func Migrate(ctx context.Context, databaseURL string, env cli.Env) error {
 // migrate: it stops when the schema is behind, and while the database does
 // not answer it serves 503 until it does (sqldb.Gate).
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
-	if cfg.DebugAddr != "" {
-		_, stopDebug, err := debugsrv.Start(ctx, cfg.DebugAddr, logger)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("DEBUG_ADDR: %w", err)
-		}
-		defer stopDebug()
-	}
-	metrics, stopMetrics, err := observe.Start(ctx, "identity", cfg.MetricsAddr, logger)
+	metrics, tracing, stopTelemetry, err := cfg.Telemetry.Start(ctx, "identity", logger)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	defer stopMetrics()
-	tracing, stopTracing, err := observe.StartTracing(ctx, "identity", cfg.OTLPEndpoint)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
+	defer stopTelemetry()
 	if cfg.DatabaseURL == "" {
 		return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase}))), logger)
 	}

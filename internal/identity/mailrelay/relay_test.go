@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,7 +24,7 @@ import (
 
 var ctx = context.Background()
 
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // courier is a real courier process's server (couriercmd.Serve with the
 // local mail adapter, as platform dev runs it) that can be stopped and

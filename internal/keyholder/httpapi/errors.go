@@ -62,13 +62,13 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 		}
 	}
 	if sqldb.IsUnavailable(err) {
-		logger.WarnContext(r.Context(), "database unavailable", "error", err.Error(),
-			"method", r.Method, "path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+		logger.WarnContext(r.Context(), "database unavailable", "err", err.Error(),
+			"method", r.Method, "path", r.URL.Path)
 		w.Header().Set("Retry-After", "1")
 		writeEnvelope(w, http.StatusServiceUnavailable, keyholder.CodeUnavailable, "service temporarily unavailable", nil)
 		return
 	}
-	logger.ErrorContext(r.Context(), "internal error", "error", err.Error(),
-		"method", r.Method, "path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+	logger.ErrorContext(r.Context(), "internal error", "err", err.Error(),
+		"method", r.Method, "path", r.URL.Path)
 	writeEnvelope(w, http.StatusInternalServerError, codeInternal, msgInternal, nil)
 }

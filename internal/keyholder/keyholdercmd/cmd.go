@@ -15,7 +15,6 @@ import (
 	"github.com/platformco/platform/internal/box/identityclient"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
-	"github.com/platformco/platform/internal/debugsrv"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/keyholder"
 	"github.com/platformco/platform/internal/keyholder/boxclient"
@@ -79,32 +78,18 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 // while the database does not answer it serves 503 until it does
 // (sqldb.Gate).
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
-	if cfg.DebugAddr != "" {
-		_, stopDebug, err := debugsrv.Start(ctx, cfg.DebugAddr, logger)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("DEBUG_ADDR: %w", err)
-		}
-		defer stopDebug()
-	}
 	db, err := sqldb.New(cfg.DatabaseURL, sqldb.Options{Timeout: cfg.DatabaseTimeout})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer db.Close()
-	metrics, stopMetrics, err := observe.Start(ctx, "keyholder", cfg.MetricsAddr, logger)
+	metrics, tracing, stopTelemetry, err := cfg.Telemetry.Start(ctx, "keyholder", logger)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	defer stopMetrics()
-	tracing, stopTracing, err := observe.StartTracing(ctx, "keyholder", cfg.OTLPEndpoint)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	defer func() { _ = stopTracing(context.WithoutCancel(ctx)) }()
+	defer stopTelemetry()
 	metrics.Database(db.DB, "keyholder")
 	observe.Statements(db, metrics, tracing)
 	obs := newObserved(metrics)

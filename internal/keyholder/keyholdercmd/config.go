@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/keyholder"
+	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -22,14 +23,8 @@ type Config struct {
 	// IdentityURL empty makes GET /v1/accounts/{id}/pulls answer 503.
 	IdentityURL string `env:"KEYHOLDER_IDENTITY_URL" rule:"url"`
 	RegistryURL string `env:"KEYHOLDER_REGISTRY_URL, required" rule:"url"`
-	// DebugAddr serves the Go runtime's profiles on a loopback listener
-	// of their own (debugsrv); empty serves none.
-	DebugAddr string `env:"DEBUG_ADDR" rule:"loopback"`
-	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
-	// its own; empty serves none.
-	MetricsAddr string `env:"METRICS_ADDR"`
-	// OTLPEndpoint exports traces over OTLP/HTTP; empty exports none.
-	OTLPEndpoint     string        `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	// Telemetry is DEBUG_ADDR, METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT.
+	observe.Telemetry
 	RegistryUsername string        `env:"KEYHOLDER_REGISTRY_USERNAME"`
 	RegistryPassword string        `env:"KEYHOLDER_REGISTRY_PASSWORD"`
 	CredentialTTL    time.Duration `env:"KEYHOLDER_CREDENTIAL_TTL, default=1h" rule:"positive"`

@@ -81,14 +81,14 @@ func (f *Front) upstreamFailed(w http.ResponseWriter, r *http.Request, err error
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	f.logger.WarnContext(r.Context(), "upstream registry failed", "error", err.Error(),
-		"path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+	f.logger.WarnContext(r.Context(), "upstream registry failed", "err", err.Error(),
+		"path", r.URL.Path)
 	f.fail(w, r, http.StatusBadGateway, codeUnavailable, "upstream registry unavailable")
 }
 
 func (f *Front) unavailable(w http.ResponseWriter, r *http.Request, err error) {
-	f.logger.WarnContext(r.Context(), "registry front: dependency unavailable", "error", err.Error(),
-		"path", r.URL.Path, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+	f.logger.WarnContext(r.Context(), "registry front: dependency unavailable", "err", err.Error(),
+		"path", r.URL.Path)
 	w.Header().Set("Retry-After", "1")
 	f.fail(w, r, http.StatusServiceUnavailable, codeUnavailable, "service temporarily unavailable")
 }
@@ -339,8 +339,8 @@ func (f *Front) blob(w http.ResponseWriter, r *http.Request, route Route, rng se
 	// bounded by the client instead, and streams in fixed-size chunks.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	if _, err := io.Copy(w, resp.Body); err != nil && !errors.Is(err, context.Canceled) {
-		f.logger.WarnContext(r.Context(), "blob stream ended early", "error", redact(err).Error(),
-			"digest", route.Reference, "trace_id", httpx.TraceFrom(r.Context()).TraceID)
+		f.logger.WarnContext(r.Context(), "blob stream ended early", "err", redact(err).Error(),
+			"digest", route.Reference)
 	}
 }
 

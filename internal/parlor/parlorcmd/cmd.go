@@ -32,9 +32,8 @@ type Config struct {
 	// APITimeout bounds every API round trip; past it the page says the
 	// platform is unavailable.
 	APITimeout time.Duration `env:"PARLOR_API_TIMEOUT, default=5s" rule:"positive"`
-	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
-	// its own; empty serves none.
-	MetricsAddr string `env:"METRICS_ADDR"`
+	// Telemetry is DEBUG_ADDR, METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT.
+	observe.Telemetry
 }
 
 // Validate implements config.Validator.
@@ -77,11 +76,11 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		ln.Close()
 		return err
 	}
-	metrics, stopMetrics, err := observe.Start(ctx, "parlor", cfg.MetricsAddr, logger)
+	metrics, tracing, stopTelemetry, err := cfg.Telemetry.Start(ctx, "parlor", logger)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	defer stopMetrics()
-	return httpx.Serve(ctx, ln, metrics.Middleware(h), logger)
+	defer stopTelemetry()
+	return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(h)), logger)
 }
