@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -320,7 +319,7 @@ func drain(ctx context.Context, db *sqldb.DB, url string, publishers, rows, batc
 			return Level{}, err
 		}
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var conns []*nats.Conn
