@@ -76,8 +76,9 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /oauth2/requests/{id}", q.show)
-	mux.HandleFunc("POST /oauth2/requests/{id}/allow", q.answer(true))
-	mux.HandleFunc("POST /oauth2/requests/{id}/deny", q.answer(false))
+	mux.HandleFunc("POST /oauth2/requests/{id}/allow", q.answer(allow))
+	mux.HandleFunc("POST /oauth2/requests/{id}/deny", q.answer(deny))
+	mux.HandleFunc("POST /oauth2/requests/{id}/resume", q.answer(resume))
 	mux.HandleFunc(CallbackPath, q.callback)
 	mux.Handle("/oauth2/token", st.withClientMemo(provider))
 	mux.Handle("/", provider)
