@@ -1,6 +1,7 @@
 package oidc
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -308,7 +309,10 @@ func (q *requests) callback(w http.ResponseWriter, r *http.Request) {
 	case req.UserID == "":
 		q.refuse(w, r, "unanswered")
 	case req.Done && hmac.Equal([]byte(k), []byte(q.mac(true, req.ID, req.SessionID))):
-		op.AuthorizeCallback(w, r, q.provider)
+		// op reads the request again by id, and its client: the memo
+		// answers the first and keeps the second, and both go with the
+		// code it issues (storage.SaveAuthCode).
+		op.AuthorizeCallback(w, r.WithContext(context.WithValue(r.Context(), clientMemoKey{}, &clientMemo{answered: &req})), q.provider)
 	case !req.Done && hmac.Equal([]byte(k), []byte(q.mac(false, req.ID, req.SessionID))):
 		op.AuthRequestError(w, r, authRequest{req}, oidc.ErrAccessDenied().WithDescription("the user did not allow the request"), q.provider)
 	default:
