@@ -333,9 +333,17 @@ func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (s
 	return access.ID, access.ExpiresAt, nil
 }
 
+// tokenID is a time-ordered id (UUIDv7) for a token or a token family:
+// the rows a code exchange inserts then land at the end of oidc_tokens'
+// indexes on id and family_id, next to the previous exchange's, instead
+// of on a random page each, so a commit writes fewer pages. A token id is
+// no credential (the access token is sealed, the refresh token a secret
+// of its own), so its 74 random bits against a v4's 122 cost nothing.
+func tokenID() string { return uuid.Must(uuid.NewV7()).String() }
+
 func (s *storage) newAccess(req op.TokenRequest) (identity.OIDCToken, error) {
 	now := s.now()
-	t := identity.OIDCToken{ID: uuid.NewString(), Kind: "access", UserID: req.GetSubject(), Scopes: req.GetScopes(), ExpiresAt: now.Add(identity.OIDCAccessTokenTTL), FamilyID: uuid.NewString()}
+	t := identity.OIDCToken{ID: tokenID(), Kind: "access", UserID: req.GetSubject(), Scopes: req.GetScopes(), ExpiresAt: now.Add(identity.OIDCAccessTokenTTL), FamilyID: tokenID()}
 	switch r := req.(type) {
 	case authRequest:
 		t.ClientID, t.AuthRequestID, t.AuthTime = r.r.ClientID, r.r.ID, r.r.AuthTime
@@ -353,7 +361,7 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 		return "", "", time.Time{}, err
 	}
 	refresh := access
-	refresh.ID, refresh.Kind, refresh.ExpiresAt = uuid.NewString(), "refresh", s.now().Add(identity.OIDCRefreshTTL)
+	refresh.ID, refresh.Kind, refresh.ExpiresAt = tokenID(), "refresh", s.now().Add(identity.OIDCRefreshTTL)
 	token, digest := identity.NewSecret()
 	if r, ok := req.(authRequest); ok {
 		if err := s.redeem(ctx, r, access, &refresh, digest); err != nil {

@@ -448,7 +448,9 @@ func (s *Store) codeReused(ctx context.Context, id string) error {
 		if _, err := tx.Exec(ctx, `UPDATE oidc_auth_requests SET code_reused_at = $1 WHERE id = $2 AND code_reused_at IS NULL`, tx.Now, id); err != nil {
 			return err
 		}
-		return revokeFamiliesOf(ctx, tx, `auth_request_id = $2`, id)
+		// The code's tokens (from_code, on oidc_tokens_one_exchange) head
+		// the families it issued; their successors share the family.
+		return revokeFamiliesOf(ctx, tx, `auth_request_id = $2 AND from_code`, id)
 	})
 	if err != nil {
 		return err

@@ -45,7 +45,14 @@ BEGIN
 END;
 -- +goose StatementEnd
 
+-- A code's tokens are found by oidc_tokens_one_exchange (auth_request_id,
+-- kind) WHERE from_code, and every other token through their family: the
+-- plain index on auth_request_id only cost each code exchange one more
+-- page written.
+DROP INDEX oidc_tokens_auth_request;
+
 -- +goose Down
+CREATE INDEX oidc_tokens_auth_request ON oidc_tokens (auth_request_id);
 DROP TRIGGER oidc_consents_parent_update;
 DROP TRIGGER oidc_consents_parent_insert;
 DROP TRIGGER oidc_consents_users_cascade_delete;
