@@ -259,8 +259,9 @@ func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthReques
 
 // AuthRequestByCode only reads: the code is redeemed by the statement
 // that stores the tokens (CreateAccessToken, CreateAccessAndRefreshTokens),
-// so an exchange is one write. A code the exchange then refuses is burnt
-// after it (withClientMemo).
+// so an exchange is one write. A code this process issued is not even
+// read: the callback left its request and client (issuedCode). A code
+// the exchange then refuses is burnt after it (withClientMemo).
 func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
 	codeDigest := identity.TokenDigest(code)
 	var (
