@@ -129,6 +129,14 @@ func TestConsentRemembered(t *testing.T) {
 			if got := w.userinfoStatus(t, first.AccessToken); got != http.StatusOK {
 				t.Fatalf("userinfo before the withdrawal: got %d, want 200", got)
 			}
+			// A code issued before the withdrawal and not yet exchanged.
+			pv := oauth2.GenerateVerifier()
+			pb, pid := start(t, pv)
+			status, next := w.answer(t, pid, "resume", sess)
+			if status != http.StatusOK {
+				t.Fatalf("resume: got %d, want 200", status)
+			}
+			pending := follow(t, pb, next).Query().Get("code")
 			req, _ := http.NewRequest(http.MethodDelete, identitytest.Issuer+"/v1/me/oidc_consents/"+c.ID, nil)
 			req.Header.Set("Authorization", "Bearer "+sess)
 			resp, err := w.rp.Do(req)
@@ -142,6 +150,9 @@ func TestConsentRemembered(t *testing.T) {
 			// op answers a token it no longer honours with 403.
 			if got := w.userinfoStatus(t, first.AccessToken); got != http.StatusForbidden {
 				t.Errorf("userinfo after the withdrawal: got %d, want 403", got)
+			}
+			if _, err := conf.Exchange(w.ctx, pending, oauth2.VerifierOption(pv)); err == nil {
+				t.Error("a code issued before the withdrawal was exchanged after it")
 			}
 			_, id := start(t, oauth2.GenerateVerifier(), oauth2.SetAuthURLParam("prompt", "none"))
 			if w.consented(t, id, sess) {
