@@ -36,6 +36,10 @@ var (
 	// ErrOIDCGrantReused is a code or rotated refresh token presented a
 	// second time; the store has revoked what the grant issued.
 	ErrOIDCGrantReused = errs.New(CodeUnauthorized, "the grant was already used; every token it issued is revoked")
+	// ErrOIDCConsentRequired is a request answered without a page whose
+	// scopes the user's remembered consent does not cover.
+	ErrOIDCConsentRequired = errs.New(CodeForbidden, "the user has not allowed every scope the application asks for")
+	ErrOIDCConsentNotFound = errs.New(CodeNotFound, "you have not connected this application")
 )
 
 // OIDCClient is a relying party registered by an account's admin.
@@ -91,6 +95,19 @@ type OIDCToken struct {
 	ExpiresAt     time.Time
 }
 
+// OIDCConsent is what a user allowed a client: the union of the scopes
+// of every request they allowed since they last withdrew it.
+type OIDCConsent struct {
+	ClientID   string
+	ClientName string
+	Scopes     []string
+	GrantedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// Covers reports whether the consent grants every one of scopes.
+func (c OIDCConsent) Covers(scopes []string) bool { return subset(scopes, c.Scopes) }
+
 // OIDCUser is what the provider's claims are made of.
 type OIDCUser struct {
 	User     User
@@ -107,8 +124,9 @@ type OIDCStore interface {
 	// ListOIDCClients returns an account's clients, revoked ones included,
 	// oldest first.
 	ListOIDCClients(ctx context.Context, accountID string) ([]OIDCClient, error)
-	// RevokeOIDCClient stops honouring a client and revokes every token
-	// issued to it, in one transaction; the row is kept. Errors:
+	// RevokeOIDCClient stops honouring a client, revokes every token
+	// issued to it and forgets every consent to it, in one transaction;
+	// the row is kept. Errors:
 	// ErrOIDCClientNotFound (also when already revoked), ErrRoleForbidden.
 	RevokeOIDCClient(ctx context.Context, accountID, clientID, by string) error
 	// OIDCClient returns a client and its secret digest, revoked or not.
@@ -126,9 +144,27 @@ type OIDCStore interface {
 	// OIDCSessionSignedIn is when a live session signed in. Errors:
 	// ErrUnauthorized.
 	OIDCSessionSignedIn(ctx context.Context, sessionID string) (time.Time, error)
-	// ConsentOIDCAuthRequest marks a signed-in request done. Errors:
+	// ConsentOIDCAuthRequest marks a signed-in request done and adds its
+	// scopes to the user's consent for its client (one row per user and
+	// client, created by the first), in one transaction. Errors:
 	// ErrOIDCGrantUnknown.
 	ConsentOIDCAuthRequest(ctx context.Context, id, userID string) error
+	// ResumeOIDCAuthRequest binds a request nobody answered to the user's
+	// session and marks it done on the strength of the user's remembered
+	// consent, in one transaction: no page is shown. Errors:
+	// ErrOIDCGrantUnknown, ErrOIDCConsentRequired (no consent, or one not
+	// covering the request's scopes).
+	ResumeOIDCAuthRequest(ctx context.Context, id, userID, sessionID string, authTime time.Time) error
+	// OIDCConsent is the user's consent for a live client. Errors:
+	// ErrOIDCConsentNotFound.
+	OIDCConsent(ctx context.Context, userID, clientID string) (OIDCConsent, error)
+	// ListOIDCConsents is the user's consents to live clients, the most
+	// recently updated first.
+	ListOIDCConsents(ctx context.Context, userID string) ([]OIDCConsent, error)
+	// WithdrawOIDCConsent forgets the user's consent for a client and, in
+	// the same transaction, revokes every token of the user for it and
+	// stops the codes not yet redeemed. Errors: ErrOIDCConsentNotFound.
+	WithdrawOIDCConsent(ctx context.Context, userID, clientID string) error
 	// SaveOIDCCode attaches the digest of the issued code to a done request.
 	SaveOIDCCode(ctx context.Context, id, codeDigest string) error
 	// OIDCAuthRequestByCode reads the request of a live code and its
@@ -264,6 +300,19 @@ func RevokeOIDCClient(ctx context.Context, store OIDCStore, p Principal, clientI
 		return err
 	}
 	return store.RevokeOIDCClient(ctx, p.Account.ID, clientID, p.User.ID)
+}
+
+// ListOIDCConsents lists the applications the caller (a person's
+// session) has allowed.
+func ListOIDCConsents(ctx context.Context, store OIDCStore, p Principal) ([]OIDCConsent, error) {
+	return store.ListOIDCConsents(ctx, p.User.ID)
+}
+
+// WithdrawOIDCConsent disconnects an application from the caller: their
+// consent is forgotten and its tokens for them revoked, so its next
+// request asks again. Errors: ErrOIDCConsentNotFound.
+func WithdrawOIDCConsent(ctx context.Context, store OIDCStore, p Principal, clientID string) error {
+	return store.WithdrawOIDCConsent(ctx, p.User.ID, clientID)
 }
 
 // validRedirectURI admits an absolute https URL, or http on a loopback

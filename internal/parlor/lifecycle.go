@@ -57,7 +57,7 @@ func (s *server) resendVerification(w http.ResponseWriter, r *http.Request, sess
 		case "conflict":
 			p.Error = "Your email address is already verified."
 		}
-		s.render(w, r, status, "settings", p)
+		s.renderSettings(w, r, status, sess, p)
 		return
 	}
 	http.Redirect(w, r, "/app/settings?done=verification", http.StatusSeeOther)
@@ -137,10 +137,11 @@ func (s *server) confirmEmail(w http.ResponseWriter, r *http.Request) {
 var settingsNotices = map[string]string{
 	"verification": "We have sent you a new verification link.",
 	"email":        "If the new address can be used, we have sent it a confirmation link. Your address changes when you open it.",
+	"disconnected": "The application is disconnected: it can no longer act for you, and it will ask again the next time you sign in to it.",
 }
 
 func (s *server) settings(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.render(w, r, http.StatusOK, "settings", &page{Title: "Settings", User: &sess.Me,
+	s.renderSettings(w, r, http.StatusOK, sess, &page{Title: "Settings", User: &sess.Me,
 		Notice: settingsNotices[r.URL.Query().Get("done")]})
 }
 
@@ -153,7 +154,7 @@ func (s *server) changeEmail(w http.ResponseWriter, r *http.Request, sess *sessi
 			p.Error = ""
 			p.Errors["password"] = "The password is wrong."
 		}
-		s.render(w, r, status, "settings", p)
+		s.renderSettings(w, r, status, sess, p)
 		return
 	}
 	http.Redirect(w, r, "/app/settings?done=email", http.StatusSeeOther)

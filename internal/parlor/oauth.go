@@ -36,6 +36,10 @@ type OAuthRequest struct {
 	// browser (no session was given, or it signed in longer ago than the
 	// application accepts: prompt=login, max_age).
 	SignInRequired bool `json:"sign_in_required"`
+	// Consented: the session may answer and the user allowed the
+	// application every scope it asks for before (and it does not ask
+	// again with prompt=consent): no page is shown.
+	Consented bool `json:"consented"`
 }
 
 // OAuthRequest loads an unanswered authorization request (no session
@@ -61,6 +65,42 @@ func (c *Client) AnswerOAuthRequest(ctx context.Context, token, id string, allow
 	return out.RedirectTo, err
 }
 
+// ResumeOAuthRequest answers a request on the consent the user gave the
+// application before, showing no page, and returns where identity sends
+// the browser next. A 403 (consent_required) means the consent no longer
+// covers the request.
+func (c *Client) ResumeOAuthRequest(ctx context.Context, token, id string) (string, error) {
+	var out struct {
+		RedirectTo string `json:"redirect_to"`
+	}
+	err := c.do(ctx, token, "POST", "/oauth2/requests/"+url.PathEscape(id)+"/resume", nil, &out)
+	return out.RedirectTo, err
+}
+
+// OIDCConsent is an application the user allowed to sign them in.
+type OIDCConsent struct {
+	ClientID   string    `json:"client_id"`
+	ClientName string    `json:"client_name"`
+	Scopes     []string  `json:"scopes"`
+	GrantedAt  time.Time `json:"granted_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// OIDCConsents lists the applications the session's user connected.
+func (c *Client) OIDCConsents(ctx context.Context, token string) ([]OIDCConsent, error) {
+	var out struct {
+		OIDCConsents []OIDCConsent `json:"oidc_consents"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/me/oidc_consents", nil, &out)
+	return out.OIDCConsents, err
+}
+
+// WithdrawOIDCConsent disconnects an application: identity forgets the
+// consent and revokes its tokens for the user.
+func (c *Client) WithdrawOIDCConsent(ctx context.Context, token, clientID string) error {
+	return c.do(ctx, token, "DELETE", "/v1/me/oidc_consents/"+url.PathEscape(clientID), nil, nil)
+}
+
 // scopeWords are the scopes as the consent page names them.
 var scopeWords = map[string]string{
 	"openid":         "Know who you are on the platform (your user id)",
@@ -84,6 +124,9 @@ type oauthData struct {
 	// SignInRequired: the session given (if any) may not answer; the
 	// user signs in on the sign-in page.
 	SignInRequired bool
+	// Consented: the user allowed these scopes before; the request is
+	// answered without the consent page.
+	Consented bool
 }
 
 func consentPath(id string) string { return "/oauth/consent?authRequestID=" + url.QueryEscape(id) }
@@ -109,7 +152,7 @@ func (s *server) oauthRequest(w http.ResponseWriter, r *http.Request, id string,
 		return nil, false
 	}
 	d := &oauthData{ID: req.ID, Client: req.ClientName, Consent: consentPath(req.ID), Application: originOf(req.RedirectURI),
-		PromptNone: req.Prompt == "none", SignInRequired: req.SignInRequired}
+		PromptNone: req.Prompt == "none", SignInRequired: req.SignInRequired, Consented: req.Consented}
 	for _, sc := range req.Scopes {
 		if words, ok := scopeWords[sc]; ok {
 			d.Scopes = append(d.Scopes, words)
@@ -152,14 +195,26 @@ func (s *server) oauthSignInForm(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// oauthPromptNone ends a prompt=none request without a page (OIDC Core
-// §3.1.2.6): identity's callback sends the application login_required
-// when no session may answer, else consent_required, as consent is asked
-// on a page every time.
+// oauthPromptNone answers a prompt=none request without a page (OIDC Core
+// §3.1.2.6): on the user's remembered consent when their session may
+// answer and the consent covers the request; otherwise identity's
+// callback sends the application login_required when no session may
+// answer, else consent_required.
 func (s *server) oauthPromptNone(w http.ResponseWriter, r *http.Request, d *oauthData, sess *session) {
 	reason := "consent_required"
-	if sess == nil || d.SignInRequired {
+	switch {
+	case sess == nil || d.SignInRequired:
 		reason = "login_required"
+	case d.Consented:
+		next, err := s.api.ResumeOAuthRequest(r.Context(), sess.Token, d.ID)
+		if StatusOf(err) != http.StatusForbidden && StatusOf(err) != http.StatusUnauthorized {
+			s.oauthFollow(w, r, sess, d.ID, next, err)
+			return
+		}
+		// The consent was withdrawn, or the session ended, in between.
+		if StatusOf(err) == http.StatusUnauthorized {
+			reason = "login_required"
+		}
 	}
 	http.Redirect(w, r, oauthCallbackPath+"?"+url.Values{"id": {d.ID}, "error": {reason}}.Encode(), http.StatusSeeOther)
 }
@@ -223,6 +278,15 @@ func (s *server) oauthConsentForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, signInPath(id), http.StatusSeeOther)
 		return
 	}
+	if d.Consented {
+		// The user allowed these scopes before: no page.
+		next, err := s.api.ResumeOAuthRequest(r.Context(), sess.Token, id)
+		if StatusOf(err) != http.StatusForbidden {
+			s.oauthFollow(w, r, sess, id, next, err)
+			return
+		}
+		// The consent was withdrawn in between: ask on the page.
+	}
 	if d.Application != "" {
 		// The answer's redirects end at the application, and a browser
 		// holds a form's redirects to the page's form-action.
@@ -251,6 +315,12 @@ func (s *server) oauthConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next, err := s.api.AnswerOAuthRequest(r.Context(), sess.Token, id, decision == "allow")
+	s.oauthFollow(w, r, sess, id, next, err)
+}
+
+// oauthFollow follows identity's answer to request id back to its
+// callback, which sends the browser on to the application.
+func (s *server) oauthFollow(w http.ResponseWriter, r *http.Request, sess *session, id, next string, err error) {
 	if StatusOf(err) == http.StatusUnauthorized {
 		// The session ended, or signed in longer ago than the
 		// application accepts: the sign-in page asks for a fresh sign-in.
@@ -310,4 +380,49 @@ func (s *server) oauthError(w http.ResponseWriter, r *http.Request) {
 		e = oauthErrors["unanswered"]
 	}
 	s.render(w, r, e.status, "error", &page{Title: "Sign-in stopped", User: user, Error: e.text})
+}
+
+// settingsData is the settings page's content beyond the user.
+type settingsData struct {
+	// Applications are the applications the user connected.
+	Applications []connectedApp
+}
+
+type connectedApp struct {
+	OIDCConsent
+	// Allowed is what the application may do, in the consent page's
+	// words.
+	Allowed []string
+}
+
+// renderSettings renders the settings page with the user's connected
+// applications.
+func (s *server) renderSettings(w http.ResponseWriter, r *http.Request, status int, sess *session, p *page) {
+	ks, err := s.api.OIDCConsents(r.Context(), sess.Token)
+	if err != nil {
+		s.fail(w, r, &sess.Me, err)
+		return
+	}
+	d := settingsData{Applications: make([]connectedApp, 0, len(ks))}
+	for _, k := range ks {
+		a := connectedApp{OIDCConsent: k}
+		for _, sc := range k.Scopes {
+			if words, ok := scopeWords[sc]; ok {
+				a.Allowed = append(a.Allowed, words)
+			}
+		}
+		d.Applications = append(d.Applications, a)
+	}
+	p.Data = d
+	s.render(w, r, status, "settings", p)
+}
+
+// disconnectApp withdraws the user's consent to an application: its
+// tokens for the user are revoked and its next sign-in asks again.
+func (s *server) disconnectApp(w http.ResponseWriter, r *http.Request, sess *session) {
+	if err := s.api.WithdrawOIDCConsent(r.Context(), sess.Token, r.PathValue("client")); err != nil {
+		s.fail(w, r, &sess.Me, err)
+		return
+	}
+	http.Redirect(w, r, "/app/settings?done=disconnected", http.StatusSeeOther)
 }

@@ -70,7 +70,12 @@ func (a *application) login(w http.ResponseWriter, r *http.Request) {
 	a.pending[state] = [2]string{verifier, nonce}
 	a.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: "rp_state", Value: state, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
-	http.Redirect(w, r, a.conf.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), gooidc.Nonce(nonce)), http.StatusFound)
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier), gooidc.Nonce(nonce)}
+	if r.URL.Query().Get("silent") != "" {
+		// A silent sign-in: the provider may show no page.
+		opts = append(opts, oauth2.SetAuthURLParam("prompt", "none"))
+	}
+	http.Redirect(w, r, a.conf.AuthCodeURL(state, opts...), http.StatusFound)
 }
 
 func (a *application) callback(w http.ResponseWriter, r *http.Request) {
@@ -128,7 +133,8 @@ func (a *application) callback(w http.ResponseWriter, r *http.Request) {
 // TestSignInWithThePlatformInABrowser drives the whole code flow in
 // Chromium: an application's sign-in link, parlor's sign-in page, the MFA
 // step, the consent page, and back to the application, which verifies
-// the ID token against the discovery document's key set.
+// the ID token against the discovery document's key set; then a silent
+// sign-in (prompt=none) on the remembered consent, without a page.
 func TestSignInWithThePlatformInABrowser(t *testing.T) {
 	exe := findBrowser(t)
 	st := startStack(t)
@@ -174,5 +180,20 @@ func TestSignInWithThePlatformInABrowser(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the application verified no ID token")
+	}
+
+	// The consent is remembered: a second, silent sign-in (prompt=none)
+	// goes through the provider and the web app without a page and ends
+	// signed in at the application (a page, or no consent, would have
+	// ended it with an error).
+	b.do("silent-sign-in", []string{"Welcome to the shop", "Signed in as " + rp.Email},
+		chromedp.Navigate(app.srv.URL+"/login?silent=1"))
+	select {
+	case idt := <-app.signedIn:
+		if idt.Audience[0] != rp.ClientID {
+			t.Errorf("silent sign-in's ID token: audience %v, want %s", idt.Audience, rp.ClientID)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the silent sign-in verified no ID token")
 	}
 }

@@ -129,6 +129,19 @@ func TestOAuthSignInAndConsentPages(t *testing.T) {
 		}
 		v.post("/oauth/consent", url.Values{"authRequestID": {id}, "decision": {"allow"}}).
 			expect(t, http.StatusNotFound, "expired or was already answered")
+
+		// The consent is remembered: the next request for the same scopes
+		// goes from the sign-in page through consent straight back to the
+		// provider, with no page; prompt=consent shows the page again.
+		next := startAuthorization(t, st, rp)
+		if got := v.get("/oauth/sign-in?authRequestID=" + next); got.Status != http.StatusSeeOther || got.location() != "/oauth/consent?authRequestID="+next {
+			t.Fatalf("remembered, the sign-in page: %d to %q, want the consent step", got.Status, got.location())
+		}
+		if got := v.get("/oauth/consent?authRequestID=" + next); got.Status != http.StatusSeeOther || !callbackLocation.MatchString(got.location()) {
+			t.Errorf("remembered, the consent step: %d to %q, want the provider's callback without a page", got.Status, got.location())
+		}
+		again := startAuthorization(t, st, rp, oauth2.SetAuthURLParam("prompt", "consent"))
+		v.get("/oauth/consent?authRequestID="+again).expect(t, http.StatusOK, "Allow Acme Shop?")
 	})
 
 	t.Run("DenyGoesBackWithoutACode", func(t *testing.T) {
@@ -142,6 +155,8 @@ func TestOAuthSignInAndConsentPages(t *testing.T) {
 	})
 
 	t.Run("MFAStepComesBackToConsent", func(t *testing.T) {
+		// A user who never allowed the application sees the page.
+		rp := registerApp(t, st, "Acme Shop", "http://127.0.0.1:9/callback")
 		api := parlor.NewClient(st.GatewayURL, 5*time.Second)
 		en, err := api.EnrolTOTP(context.Background(), rp.Token, oauthPassword)
 		if err != nil {
@@ -225,6 +240,7 @@ func TestOAuthSignInAndConsentPages(t *testing.T) {
 	})
 
 	t.Run("CrossOriginFormsRefused", func(t *testing.T) {
+		rp := registerApp(t, st, "Acme Shop", "http://127.0.0.1:9/callback")
 		id := startAuthorization(t, st, rp)
 		v := newVisitor(t, base)
 		v.post("/oauth/sign-in", url.Values{"authRequestID": {id}, "email": {rp.Email}, "password": {oauthPassword}})
@@ -276,17 +292,23 @@ func TestOAuthPromptAndFreshSignIn(t *testing.T) {
 		}
 	})
 
+	// rp's user allowed rp above; fresh is an application they never
+	// allowed.
+	fresh := registerApp(t, st, "Other Shop", "http://127.0.0.1:9/callback")
 	for _, tt := range []struct {
 		name string
 		v    func(t *testing.T) *visitor
+		app  relyingParty
+		// want is the error the application gets, "" for a code.
 		want string
 	}{
-		{"PromptNoneSignedOut", func(t *testing.T) *visitor { return newVisitor(t, base) }, "login_required"},
-		{"PromptNoneSignedIn", signedIn, "consent_required"},
+		{"PromptNoneSignedOut", func(t *testing.T) *visitor { return newVisitor(t, base) }, rp, "login_required"},
+		{"PromptNoneSignedInWithoutConsent", signedIn, fresh, "consent_required"},
+		{"PromptNoneSignedInConsented", signedIn, rp, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := tt.v(t)
-			id := startAuthorization(t, st, rp, oauth2.SetAuthURLParam("prompt", "none"))
+			id := startAuthorization(t, st, tt.app, oauth2.SetAuthURLParam("prompt", "none"))
 			a := v.get("/oauth/sign-in?authRequestID=" + id)
 			if a.Status != http.StatusSeeOther || !strings.HasPrefix(a.location(), "/oauth2/authorize/callback?") {
 				t.Fatalf("sign-in page: %d to %q, want the provider's callback", a.Status, a.location())
@@ -297,9 +319,56 @@ func TestOAuthPromptAndFreshSignIn(t *testing.T) {
 			}
 			resp.Body.Close()
 			back, _ := url.Parse(resp.Header.Get("Location"))
-			if back == nil || !strings.HasPrefix(back.String(), rp.RedirectURI+"?") || back.Query().Get("error") != tt.want || back.Query().Get("state") != "state-1" {
-				t.Errorf("callback: %d to %q, want the application with error=%s and the state", resp.StatusCode, resp.Header.Get("Location"), tt.want)
+			if back == nil || !strings.HasPrefix(back.String(), rp.RedirectURI+"?") || back.Query().Get("error") != tt.want || back.Query().Get("state") != "state-1" ||
+				(back.Query().Get("code") == "") != (tt.want != "") {
+				t.Errorf("callback: %d to %q, want the application with error=%q (a code when none) and the state", resp.StatusCode, resp.Header.Get("Location"), tt.want)
 			}
 		})
 	}
+}
+
+// TestConnectedApplications: the settings page lists the applications the
+// user allowed, and disconnecting one forgets the consent (its next
+// request shows the consent page) and revokes its tokens.
+func TestConnectedApplications(t *testing.T) {
+	st := startStack(t)
+	base := startParlor(t, st.GatewayURL)
+	rp := registerApp(t, st, "Acme Shop", "http://127.0.0.1:9/callback")
+	v := newVisitor(t, base)
+	v.get("/app/settings").expect(t, http.StatusSeeOther)
+	if v.post("/signin", url.Values{"email": {rp.Email}, "password": {oauthPassword}}); v.cookie == "" {
+		t.Fatal("sign in: no session")
+	}
+	v.get("/app/settings").expect(t, http.StatusOK, "Connected applications", "No application signs you in")
+
+	id := startAuthorization(t, st, rp)
+	v.get("/oauth/consent?authRequestID="+id).expect(t, http.StatusOK, "Allow Acme Shop?")
+	if a := v.post("/oauth/consent", url.Values{"authRequestID": {id}, "decision": {"allow"}}); !callbackLocation.MatchString(a.location()) {
+		t.Fatalf("allow: %d to %q", a.Status, a.location())
+	}
+	page := v.get("/app/settings").expect(t, http.StatusOK, "Acme Shop", "See your email address", "Disconnect Acme Shop")
+	if !strings.Contains(page.Body, `action="/app/settings/applications/`+rp.ClientID+`/disconnect"`) {
+		t.Fatal("the settings page has no disconnect form for the application")
+	}
+
+	// A cross-site form cannot disconnect it.
+	req, _ := http.NewRequest("POST", base+"/app/settings/applications/"+rp.ClientID+"/disconnect", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	v.send(req).expect(t, http.StatusForbidden, "sent from another site")
+	v.get("/app/settings").expect(t, http.StatusOK, "Disconnect Acme Shop")
+
+	a := v.post("/app/settings/applications/"+rp.ClientID+"/disconnect", nil)
+	if a.Status != http.StatusSeeOther || a.location() != "/app/settings?done=disconnected" {
+		t.Fatalf("disconnect: %d to %q", a.Status, a.location())
+	}
+	page = v.get(a.location()).expect(t, http.StatusOK, "The application is disconnected", "No application signs you in")
+	if strings.Contains(page.Body, "Disconnect Acme Shop") {
+		t.Error("the disconnected application is still listed")
+	}
+	v.post("/app/settings/applications/"+rp.ClientID+"/disconnect", nil).expect(t, http.StatusNotFound)
+	v.post("/app/settings/applications/not-a-uuid/disconnect", nil).expect(t, http.StatusNotFound)
+
+	// Its next request asks again.
+	id = startAuthorization(t, st, rp)
+	v.get("/oauth/consent?authRequestID="+id).expect(t, http.StatusOK, "Allow Acme Shop?")
 }

@@ -50,6 +50,7 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("GET /app/settings", s.authed(s.settings))
 	mux.Handle("POST /app/settings/verification", s.authed(s.resendVerification))
 	mux.Handle("POST /app/settings/email", s.authed(s.changeEmail))
+	mux.Handle("POST /app/settings/applications/{client}/disconnect", s.authed(s.disconnectApp))
 
 	mux.Handle("GET /app", s.authed(s.accounts))
 	mux.Handle("POST /app/accounts", s.authed(s.createAccount))

@@ -348,6 +348,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("GET", acct+"/members", "", 404, "not_found", openapitest.Bearer(inviteeTok))
 		c.Code("GET", acct+"/members", "", 401, "unauthorized")
 		exerciseOIDCClients(t, c, env.DB, owner.ID, acct, "/v1/accounts/"+personal[0].ID, ownerTok, memberTok, big, plain)
+		exerciseOIDCConsents(t, c, env, team.ID, ownerTok, evil)
 		exerciseStaffAccounts(t, c, acct, staffTok, ownerTok)
 		member := env.Principal(t, memberTok, "")
 		m := acct + "/members/" + member.User.ID
@@ -461,6 +462,8 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"GET", acct + "/oidc_clients", ""},
 		{"POST", acct + "/oidc_clients", `{"name":"Shop","redirect_uris":["https://shop.example/cb"]}`},
 		{"DELETE", acct + "/oidc_clients/" + userID, ""},
+		{"GET", "/v1/me/oidc_consents", ""},
+		{"DELETE", "/v1/me/oidc_consents/" + userID, ""},
 	}
 }
 

@@ -161,6 +161,9 @@ func (a *api) oidcRoutes(mux *http.ServeMux, store identity.OIDCStore, provider 
 	mux.Handle("GET /v1/accounts/{accountID}/oidc_clients", a.member(identity.MinRoleInvite, o.list))
 	mux.Handle("POST /v1/accounts/{accountID}/oidc_clients", a.member(identity.MinRoleInvite, a.idempotentFor(o.create)))
 	mux.Handle("DELETE /v1/accounts/{accountID}/oidc_clients/{clientID}", a.member(identity.MinRoleInvite, o.revoke))
+	// The caller's own consents: the applications they connected.
+	mux.Handle("GET /v1/me/oidc_consents", a.authenticated(o.listConsents))
+	mux.Handle("DELETE /v1/me/oidc_consents/{clientID}", a.authenticated(o.withdrawConsent))
 	if provider != nil {
 		mux.Handle("/.well-known/openid-configuration", provider)
 		mux.Handle("/oauth2/", provider)

@@ -49,7 +49,7 @@ type world struct {
 	account string
 }
 
-func newWorld(t *testing.T, engine sqldb.Engine) *world {
+func newWorld(t testing.TB, engine sqldb.Engine) *world {
 	t.Helper()
 	env := identitytest.New(t, engine, identitytest.Config{})
 	h, err := oidc.New(oidc.Config{Issuer: identitytest.Issuer, PublicURL: webApp, Service: env.Service, Store: env.Store, MasterKey: env.MasterKey, Now: env.Clock.Now})
@@ -66,7 +66,7 @@ func newWorld(t *testing.T, engine sqldb.Engine) *world {
 	return &world{env: env, admin: admin, rp: rp, ctx: gooidc.ClientContext(context.Background(), rp), email: "alice@example.com", account: admin.Account.ID}
 }
 
-func (w *world) client(t *testing.T, public bool, grants ...string) (identity.OIDCClient, string) {
+func (w *world) client(t testing.TB, public bool, grants ...string) (identity.OIDCClient, string) {
 	t.Helper()
 	if grants == nil {
 		grants = []string{"authorization_code", "refresh_token"}
@@ -81,7 +81,7 @@ func (w *world) client(t *testing.T, public bool, grants ...string) (identity.OI
 	return c, secret
 }
 
-func (w *world) relyingParty(t *testing.T, c identity.OIDCClient, secret string) (*gooidc.Provider, *oauth2.Config) {
+func (w *world) relyingParty(t testing.TB, c identity.OIDCClient, secret string) (*gooidc.Provider, *oauth2.Config) {
 	t.Helper()
 	p, err := gooidc.NewProvider(w.ctx, identitytest.Issuer)
 	if err != nil {
@@ -95,7 +95,7 @@ func (w *world) relyingParty(t *testing.T, c identity.OIDCClient, secret string)
 
 // browser is a user agent with a cookie jar that stops at any redirect
 // leaving the issuer.
-func (w *world) browser(t *testing.T) *http.Client {
+func (w *world) browser(t testing.TB) *http.Client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Jar: jar, Transport: w.rp.Transport, CheckRedirect: func(r *http.Request, _ []*http.Request) error {
@@ -112,7 +112,7 @@ const webApp = "http://web.test"
 
 // authorize starts a flow in browser b and returns the request's id from
 // the redirect to the web app's sign-in page.
-func (w *world) authorize(t *testing.T, b *http.Client, authURL string) string {
+func (w *world) authorize(t testing.TB, b *http.Client, authURL string) string {
 	t.Helper()
 	resp, err := b.Get(authURL)
 	if err != nil {
@@ -127,7 +127,7 @@ func (w *world) authorize(t *testing.T, b *http.Client, authURL string) string {
 }
 
 // session signs the user in with identity's API, as the web app does.
-func (w *world) session(t *testing.T) string {
+func (w *world) session(t testing.TB) string {
 	t.Helper()
 	token, _, err := w.env.Service.Login(context.Background(), w.email, identitytest.Password)
 	if err != nil {
@@ -138,7 +138,7 @@ func (w *world) session(t *testing.T) string {
 
 // answer posts the web app's allow or deny for request id with token and
 // returns the status and the answer's redirect_to.
-func (w *world) answer(t *testing.T, id, decision, token string) (int, string) {
+func (w *world) answer(t testing.TB, id, decision, token string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, identitytest.Issuer+"/oauth2/requests/"+id+"/"+decision, nil)
 	if token != "" {
@@ -157,7 +157,7 @@ func (w *world) answer(t *testing.T, id, decision, token string) (int, string) {
 }
 
 // follow opens u in browser b and returns where it is redirected.
-func follow(t *testing.T, b *http.Client, u string) *url.URL {
+func follow(t testing.TB, b *http.Client, u string) *url.URL {
 	t.Helper()
 	resp, err := b.Get(u)
 	if err != nil {
@@ -176,7 +176,7 @@ func follow(t *testing.T, b *http.Client, u string) *url.URL {
 
 // signIn runs the flow from authURL as the web app does (sign in,
 // allow) and returns the callback's redirect to the client.
-func (w *world) signIn(t *testing.T, authURL string) *url.URL {
+func (w *world) signIn(t testing.TB, authURL string) *url.URL {
 	t.Helper()
 	b := w.browser(t)
 	id := w.authorize(t, b, authURL)
@@ -187,7 +187,7 @@ func (w *world) signIn(t *testing.T, authURL string) *url.URL {
 	return follow(t, b, next)
 }
 
-func get(t *testing.T, c *http.Client, u string, want int) string {
+func get(t testing.TB, c *http.Client, u string, want int) string {
 	t.Helper()
 	resp, err := c.Get(u)
 	if err != nil {
@@ -202,7 +202,7 @@ func get(t *testing.T, c *http.Client, u string, want int) string {
 }
 
 // code runs the flow and returns the code, checking state.
-func (w *world) code(t *testing.T, conf *oauth2.Config, opts ...oauth2.AuthCodeOption) string {
+func (w *world) code(t testing.TB, conf *oauth2.Config, opts ...oauth2.AuthCodeOption) string {
 	t.Helper()
 	loc := w.signIn(t, conf.AuthCodeURL("state-1", opts...))
 	if got := loc.Scheme + "://" + loc.Host + loc.Path; got != redirectURI {
@@ -220,7 +220,7 @@ func (w *world) code(t *testing.T, conf *oauth2.Config, opts ...oauth2.AuthCodeO
 
 // tokenCall posts to the token-family endpoints with the client's basic
 // credentials and returns the status and the JSON answer.
-func (w *world) tokenCall(t *testing.T, path string, form url.Values, clientID, secret string) (int, map[string]any) {
+func (w *world) tokenCall(t testing.TB, path string, form url.Values, clientID, secret string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, identitytest.Issuer+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -240,7 +240,7 @@ func (w *world) tokenCall(t *testing.T, path string, form url.Values, clientID, 
 	return resp.StatusCode, out
 }
 
-func (w *world) active(t *testing.T, c identity.OIDCClient, secret, token string) bool {
+func (w *world) active(t testing.TB, c identity.OIDCClient, secret, token string) bool {
 	t.Helper()
 	status, out := w.tokenCall(t, "/oauth2/introspect", url.Values{"token": {token}}, c.ID, secret)
 	if status != http.StatusOK {
@@ -249,7 +249,7 @@ func (w *world) active(t *testing.T, c identity.OIDCClient, secret, token string
 	return out["active"] == true
 }
 
-func (w *world) userinfoStatus(t *testing.T, token string) int {
+func (w *world) userinfoStatus(t testing.TB, token string) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, identitytest.Issuer+"/oauth2/userinfo", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -338,7 +338,7 @@ func hasAccount(as []struct{ ID, Role string }, id, role string) bool {
 	return false
 }
 
-func headerOf(t *testing.T, jwt string) []byte {
+func headerOf(t testing.TB, jwt string) []byte {
 	t.Helper()
 	h, _, _ := strings.Cut(jwt, ".")
 	b, err := base64URL(h)

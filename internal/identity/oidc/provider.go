@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
 	"github.com/platformco/platform/internal/identity"
@@ -43,9 +44,11 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	st := &storage{store: cfg.Store, keys: cfg.Service.Keys(), issuer: issuer, signIn: publicURL + SignInPath, now: cfg.Now, log: cfg.Logger}
+	st := &storage{store: cfg.Store, keys: cfg.Service.Keys(), issuer: issuer, signIn: publicURL + SignInPath, now: cfg.Now, log: cfg.Logger,
+		codes: expirable.NewLRU[string, issuedCode](issuedCodes, nil, identity.OIDCAuthRequestTTL)}
+	sealKey := [32]byte(derive("identity oidc access tokens", cfg.MasterKey))
 	conf := &op.Config{
-		CryptoKey:             [32]byte(derive("identity oidc access tokens", cfg.MasterKey)),
+		CryptoKey:             sealKey,
 		CodeMethodS256:        true,
 		AuthMethodPost:        true,
 		GrantTypeRefreshToken: true,
@@ -54,6 +57,7 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	opts := []op.Option{
 		op.WithLogger(cfg.Logger),
+		op.WithCrypto(newOpenedTokens(sealKey)),
 		op.WithCustomAuthEndpoint(op.NewEndpoint("oauth2/authorize")),
 		op.WithCustomTokenEndpoint(op.NewEndpoint("oauth2/token")),
 		op.WithCustomUserinfoEndpoint(op.NewEndpoint("oauth2/userinfo")),
@@ -76,8 +80,9 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /oauth2/requests/{id}", q.show)
-	mux.HandleFunc("POST /oauth2/requests/{id}/allow", q.answer(true))
-	mux.HandleFunc("POST /oauth2/requests/{id}/deny", q.answer(false))
+	mux.HandleFunc("POST /oauth2/requests/{id}/allow", q.answer(allow))
+	mux.HandleFunc("POST /oauth2/requests/{id}/deny", q.answer(deny))
+	mux.HandleFunc("POST /oauth2/requests/{id}/resume", q.answer(resume))
 	mux.HandleFunc(CallbackPath, q.callback)
 	mux.Handle("/oauth2/token", st.withClientMemo(provider))
 	mux.Handle("/", provider)
@@ -88,4 +93,41 @@ func New(cfg Config) (http.Handler, error) {
 func derive(purpose string, master []byte) []byte {
 	k := sha256.Sum256(append([]byte(purpose+"\x00"), master...))
 	return k[:]
+}
+
+// openedTokens is op's crypto for identity's opaque access tokens (an
+// "id:subject" sealed with AES-256-GCM, AES-CFB still opened), with a
+// memory of what it opened. Opening is a pure function of the key and
+// the token, so a remembered answer is the answer; it spares userinfo
+// and introspection the JWE parsing and decryption on every call by a
+// client presenting the same token, as the verified-token cache spares
+// identity's own reads a signature check (tokencache). What the token
+// names is still looked up, live, on every call.
+type openedTokens struct {
+	op.Crypto
+	opened *expirable.LRU[[32]byte, string]
+}
+
+// openedTokensMax bounds the memory; entries also go once an access
+// token could no longer be live.
+const openedTokensMax = 16384
+
+func newOpenedTokens(key [32]byte) openedTokens {
+	aead := op.NewAES256GCMCrypto(key, "")
+	return openedTokens{
+		Crypto: op.NewCompositeCrypto(aead, []op.Decrypter{aead, op.NewAESDecrypter(key)}),
+		opened: expirable.NewLRU[[32]byte, string](openedTokensMax, nil, identity.OIDCAccessTokenTTL),
+	}
+}
+
+func (o openedTokens) Decrypt(token string) (string, error) {
+	k := sha256.Sum256([]byte(token))
+	if v, ok := o.opened.Get(k); ok {
+		return v, nil
+	}
+	v, err := o.Crypto.Decrypt(token)
+	if err == nil {
+		o.opened.Add(k, v)
+	}
+	return v, err
 }

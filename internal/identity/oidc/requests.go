@@ -1,6 +1,7 @@
 package oidc
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +30,12 @@ import (
 //	GET  /oauth2/requests/{id}        the client's name and the scopes
 //	POST /oauth2/requests/{id}/allow  bind the request to the session's user, consented
 //	POST /oauth2/requests/{id}/deny   bind it, refused
+//	POST /oauth2/requests/{id}/resume bind it, on the consent the user gave before
+//
+// The user's consent is remembered per application (OIDCStore's
+// consents): a request whose scopes it covers is answered with resume,
+// without a page, unless it asks for consent again (prompt=consent); a
+// prompt=none request can only be answered that way.
 //
 // The answer is a one-time redirect back to the provider's callback,
 // carrying a key only the session that answered could have been given.
@@ -73,6 +81,10 @@ type requestView struct {
 	// session signed in longer ago than the request accepts (max_age;
 	// prompt=login).
 	SignInRequired bool `json:"sign_in_required"`
+	// Consented: the caller's session may answer and its user's
+	// remembered consent covers the request's scopes, which does not ask
+	// for consent again: the web app answers with resume, showing no page.
+	Consented bool `json:"consented"`
 }
 
 const errRequestGone = "the sign-in request is unknown, expired or already answered"
@@ -115,7 +127,7 @@ func (q *requests) show(w http.ResponseWriter, r *http.Request) {
 		q.fail(w, r, err)
 		return
 	}
-	required := true
+	required, consented := true, false
 	if token := bearer(r); token != "" {
 		p, err := q.svc.Authenticate(r.Context(), token, "")
 		switch {
@@ -126,6 +138,14 @@ func (q *requests) show(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			required = err != nil || !fresh
+			if !required && !asksConsent(req) {
+				k, err := q.store.OIDCConsent(r.Context(), p.User.ID, req.ClientID)
+				if err != nil && !errors.Is(err, identity.ErrOIDCConsentNotFound) {
+					q.fail(w, r, err)
+					return
+				}
+				consented = err == nil && k.Covers(req.Scopes)
+			}
 		case err != nil && errs.Code(err) != identity.CodeUnauthorized:
 			q.fail(w, r, err)
 			return
@@ -133,7 +153,13 @@ func (q *requests) show(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, requestView{ID: req.ID, ClientName: name, Scopes: req.Scopes, RedirectURI: req.RedirectURI,
-		ExpiresAt: req.ExpiresAt, Prompt: req.Prompt, SignInRequired: required})
+		ExpiresAt: req.ExpiresAt, Prompt: req.Prompt, SignInRequired: required, Consented: consented})
+}
+
+// asksConsent: the request's prompt asks for the consent page even when
+// the user allowed the application before (OIDC Core §3.1.2.1).
+func asksConsent(req identity.OIDCAuthRequest) bool {
+	return slices.Contains(strings.Fields(req.Prompt), oidc.PromptConsent)
 }
 
 func bearer(r *http.Request) string {
@@ -163,9 +189,19 @@ func (q *requests) signedIn(r *http.Request, req identity.OIDCAuthRequest, sessi
 	return at, q.now().Sub(at) <= time.Duration(*req.MaxAge)*time.Second, nil
 }
 
+// The answers a session may give a request.
+type decision int
+
+const (
+	deny decision = iota
+	allow
+	// resume allows on the user's remembered consent, without a page.
+	resume
+)
+
 // answer binds the request to the caller's session, once: the first
 // answer wins and every later one finds the request gone.
-func (q *requests) answer(allow bool) http.HandlerFunc {
+func (q *requests) answer(d decision) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := q.svc.Authenticate(r.Context(), bearer(r), "")
 		if err == nil && (p.APIKey != nil || p.SessionID == "") {
@@ -177,9 +213,13 @@ func (q *requests) answer(allow bool) http.HandlerFunc {
 			return
 		}
 		req, _, err := q.open(r, r.PathValue("id"))
-		if err == nil && req.Prompt == oidc.PromptNone {
-			// No page may answer it: it ends at the callback with an error.
+		switch {
+		case err == nil && d != resume && req.Prompt == oidc.PromptNone:
+			// No page may answer it: it ends at the callback with an
+			// error, or with resume.
 			err = identity.ErrOIDCGrantUnknown
+		case err == nil && d == resume && asksConsent(req):
+			err = identity.ErrOIDCConsentRequired
 		}
 		var authTime time.Time
 		if err == nil {
@@ -195,19 +235,27 @@ func (q *requests) answer(allow bool) http.HandlerFunc {
 				return
 			}
 		}
-		if err == nil {
+		switch {
+		case err == nil && d == resume:
+			err = q.store.ResumeOIDCAuthRequest(r.Context(), req.ID, p.User.ID, p.SessionID, authTime)
+		case err == nil:
 			err = q.store.SignInOIDCAuthRequest(r.Context(), req.ID, p.User.ID, p.SessionID, authTime)
 		}
-		if err == nil && allow {
+		if err == nil && d == allow {
 			// Fails when another session answered in between: the
 			// request is then bound to that one.
 			err = q.store.ConsentOIDCAuthRequest(r.Context(), req.ID, p.User.ID)
+		}
+		if errors.Is(err, identity.ErrOIDCConsentRequired) {
+			httpx.WriteProblem(w, r, http.StatusForbidden, "consent_required",
+				"the user has not allowed every scope the application asks for: show the consent page", nil)
+			return
 		}
 		if err != nil {
 			q.fail(w, r, err)
 			return
 		}
-		v := url.Values{"id": {req.ID}, "k": {q.mac(allow, req.ID, p.SessionID)}}
+		v := url.Values{"id": {req.ID}, "k": {q.mac(d != deny, req.ID, p.SessionID)}}
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"redirect_to": q.issuer + CallbackPath + "?" + v.Encode()})
 	}
 }
@@ -261,7 +309,10 @@ func (q *requests) callback(w http.ResponseWriter, r *http.Request) {
 	case req.UserID == "":
 		q.refuse(w, r, "unanswered")
 	case req.Done && hmac.Equal([]byte(k), []byte(q.mac(true, req.ID, req.SessionID))):
-		op.AuthorizeCallback(w, r, q.provider)
+		// op reads the request again by id, and its client: the memo
+		// answers the first and keeps the second, and both go with the
+		// code it issues (storage.SaveAuthCode).
+		op.AuthorizeCallback(w, r.WithContext(context.WithValue(r.Context(), clientMemoKey{}, &clientMemo{answered: &req})), q.provider)
 	case !req.Done && hmac.Equal([]byte(k), []byte(q.mac(false, req.ID, req.SessionID))):
 		op.AuthRequestError(w, r, authRequest{req}, oidc.ErrAccessDenied().WithDescription("the user did not allow the request"), q.provider)
 	default:

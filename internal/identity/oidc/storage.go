@@ -17,6 +17,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/uuid"
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
@@ -32,7 +33,27 @@ type storage struct {
 	signIn string
 	now    func() time.Time
 	log    *slog.Logger
+	// codes holds, by code digest, the request and client of each code
+	// this process issued and nobody has presented yet (see issuedCode).
+	codes *expirable.LRU[string, issuedCode]
 }
+
+// issuedCode is what the callback knew when it issued a code: the
+// request (done, bound to its user, its code saved) and its client with
+// the secret digest. The code's exchange takes it instead of reading
+// both back; the statement that redeems the code still checks, in the
+// database, that it is unused and unexpired, its client honoured and
+// its user enabled. An entry is taken once: a second presentation of
+// the code reads the database, which recognises the reuse.
+type issuedCode struct {
+	r      identity.OIDCAuthRequest
+	c      identity.OIDCClient
+	digest string
+}
+
+// issuedCodes bounds the memory of issued codes: past it (or after a
+// request's lifetime) an exchange reads its code from the database.
+const issuedCodes = 8192
 
 var (
 	_ op.Storage                   = (*storage)(nil)
@@ -133,6 +154,9 @@ type clientMemo struct {
 	// redeemTried is set once the exchange got as far as redeeming it.
 	codeRequest string
 	redeemTried bool
+	// answered is the request the callback read (requests.callback),
+	// which op then asks for by id.
+	answered *identity.OIDCAuthRequest
 }
 
 // withClientMemo gives each request of h a memo of its own and, after
@@ -223,6 +247,9 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 }
 
 func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthRequest, error) {
+	if m, _ := ctx.Value(clientMemoKey{}).(*clientMemo); m != nil && m.answered != nil && m.answered.ID == id {
+		return authRequest{*m.answered}, nil
+	}
 	r, err := s.store.OIDCAuthRequest(ctx, id)
 	if err != nil {
 		return nil, err
@@ -232,12 +259,26 @@ func (s *storage) AuthRequestByID(ctx context.Context, id string) (op.AuthReques
 
 // AuthRequestByCode only reads: the code is redeemed by the statement
 // that stores the tokens (CreateAccessToken, CreateAccessAndRefreshTokens),
-// so an exchange is one write. A code the exchange then refuses is burnt
-// after it (withClientMemo).
+// so an exchange is one write. A code this process issued is not even
+// read: the callback left its request and client (issuedCode). A code
+// the exchange then refuses is burnt after it (withClientMemo).
 func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
-	r, c, digest, err := s.store.OIDCAuthRequestByCode(ctx, identity.TokenDigest(code))
-	if err != nil {
-		return nil, err
+	codeDigest := identity.TokenDigest(code)
+	var (
+		r      identity.OIDCAuthRequest
+		c      identity.OIDCClient
+		digest string
+		err    error
+	)
+	// Remove answers true to one caller only: of concurrent exchanges of
+	// a code, the others read the database and meet the reuse there.
+	if e, ok := s.codes.Peek(codeDigest); ok && s.codes.Remove(codeDigest) && e.r.ExpiresAt.After(s.now()) {
+		r, c, digest = e.r, e.c, e.digest
+	} else {
+		r, c, digest, err = s.store.OIDCAuthRequestByCode(ctx, codeDigest)
+		if err != nil {
+			return nil, err
+		}
 	}
 	if m, _ := ctx.Value(clientMemoKey{}).(*clientMemo); m != nil {
 		// The same read gave the request's client, which op looks up
@@ -262,7 +303,14 @@ func (s *storage) redeem(ctx context.Context, r authRequest, access identity.OID
 }
 
 func (s *storage) SaveAuthCode(ctx context.Context, id, code string) error {
-	return s.store.SaveOIDCCode(ctx, id, identity.TokenDigest(code))
+	codeDigest := identity.TokenDigest(code)
+	if err := s.store.SaveOIDCCode(ctx, id, codeDigest); err != nil {
+		return err
+	}
+	if m, _ := ctx.Value(clientMemoKey{}).(*clientMemo); m != nil && m.answered != nil && m.answered.ID == id && m.ok && m.c.ID == m.answered.ClientID {
+		s.codes.Add(codeDigest, issuedCode{r: *m.answered, c: m.c, digest: m.digest})
+	}
+	return nil
 }
 
 // DeleteAuthRequest keeps the row: a redeemed code must stay recognisable
@@ -286,9 +334,17 @@ func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (s
 	return access.ID, access.ExpiresAt, nil
 }
 
+// tokenID is a time-ordered id (UUIDv7) for a token or a token family:
+// the rows a code exchange inserts then land at the end of oidc_tokens'
+// indexes on id and family_id, next to the previous exchange's, instead
+// of on a random page each, so a commit writes fewer pages. A token id is
+// no credential (the access token is sealed, the refresh token a secret
+// of its own), so its 74 random bits against a v4's 122 cost nothing.
+func tokenID() string { return uuid.Must(uuid.NewV7()).String() }
+
 func (s *storage) newAccess(req op.TokenRequest) (identity.OIDCToken, error) {
 	now := s.now()
-	t := identity.OIDCToken{ID: uuid.NewString(), Kind: "access", UserID: req.GetSubject(), Scopes: req.GetScopes(), ExpiresAt: now.Add(identity.OIDCAccessTokenTTL), FamilyID: uuid.NewString()}
+	t := identity.OIDCToken{ID: tokenID(), Kind: "access", UserID: req.GetSubject(), Scopes: req.GetScopes(), ExpiresAt: now.Add(identity.OIDCAccessTokenTTL), FamilyID: tokenID()}
 	switch r := req.(type) {
 	case authRequest:
 		t.ClientID, t.AuthRequestID, t.AuthTime = r.r.ClientID, r.r.ID, r.r.AuthTime
@@ -306,7 +362,7 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 		return "", "", time.Time{}, err
 	}
 	refresh := access
-	refresh.ID, refresh.Kind, refresh.ExpiresAt = uuid.NewString(), "refresh", s.now().Add(identity.OIDCRefreshTTL)
+	refresh.ID, refresh.Kind, refresh.ExpiresAt = tokenID(), "refresh", s.now().Add(identity.OIDCRefreshTTL)
 	token, digest := identity.NewSecret()
 	if r, ok := req.(authRequest); ok {
 		if err := s.redeem(ctx, r, access, &refresh, digest); err != nil {

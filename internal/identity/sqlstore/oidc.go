@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,7 +108,8 @@ func (s *Store) ListOIDCClients(ctx context.Context, accountID string) ([]identi
 	return out, rows.Err()
 }
 
-// RevokeOIDCClient implements identity.OIDCStore. The client row is
+// RevokeOIDCClient implements identity.OIDCStore. Consents to the client
+// are forgotten with its tokens. The client row is
 // locked first, so a token issued concurrently (IssueOIDCTokens takes the
 // same lock) is either revoked here or refused there.
 func (s *Store) RevokeOIDCClient(ctx context.Context, accountID, clientID, by string) error {
@@ -129,6 +131,9 @@ func (s *Store) RevokeOIDCClient(ctx context.Context, accountID, clientID, by st
 			return identity.ErrOIDCClientNotFound
 		}
 		if _, err := tx.Exec(ctx, `UPDATE oidc_tokens SET revoked_at = $1 WHERE client_id = $2 AND revoked_at IS NULL`, tx.Now, clientID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM oidc_consents WHERE client_id = $1`, clientID); err != nil {
 			return err
 		}
 		return writeEvents(ctx, tx, identity.OIDCClientRevoked(accountID, clientID, by))
@@ -225,10 +230,165 @@ func (s *Store) OIDCSessionSignedIn(ctx context.Context, sessionID string) (time
 // ConsentOIDCAuthRequest implements identity.OIDCStore.
 func (s *Store) ConsentOIDCAuthRequest(ctx context.Context, id, userID string) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		res, err := tx.Exec(ctx, `
+		var clientID, scopes string
+		err := tx.QueryRow(ctx, `
 			UPDATE oidc_auth_requests SET done = TRUE
-			WHERE id = $1 AND user_id = $2 AND NOT done AND expires_at > $3`, id, userID, tx.Now)
+			WHERE id = $1 AND user_id = $2 AND NOT done AND expires_at > $3
+			RETURNING client_id, scopes`, id, userID, tx.Now).Scan(&clientID, &scopes)
+		if errors.Is(err, sql.ErrNoRows) {
+			return identity.ErrOIDCGrantUnknown
+		}
+		if err != nil {
+			return err
+		}
+		return grantOIDCConsent(ctx, tx, userID, clientID, parseList(scopes))
+	})
+}
+
+// grantOIDCConsent adds scopes to the user's consent for clientID. The
+// primary key (user_id, client_id) keeps one row: the insert that loses a
+// race does nothing (on PostgreSQL it waits for the winner's commit), and
+// the row, locked, then takes the union of its scopes and these.
+func grantOIDCConsent(ctx context.Context, tx *sqldb.Tx, userID, clientID string, scopes []string) error {
+	res, err := tx.Exec(ctx, `
+		INSERT INTO oidc_consents (user_id, client_id, scopes, granted_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+		ON CONFLICT (user_id, client_id) DO NOTHING`, userID, clientID, jsonList(scopes), tx.Now)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	var held string
+	if err := tx.QueryRow(ctx, `SELECT scopes FROM oidc_consents WHERE user_id = $1 AND client_id = $2`+tx.DB().ForUpdate(),
+		userID, clientID).Scan(&held); err != nil {
+		return err
+	}
+	have := parseList(held)
+	union := have
+	for _, sc := range scopes {
+		if !slices.Contains(union, sc) {
+			union = append(union, sc)
+		}
+	}
+	if len(union) == len(have) {
+		return nil
+	}
+	_, err = tx.Exec(ctx, `UPDATE oidc_consents SET scopes = $1, updated_at = $2 WHERE user_id = $3 AND client_id = $4`,
+		jsonList(union), tx.Now, userID, clientID)
+	return err
+}
+
+// ResumeOIDCAuthRequest implements identity.OIDCStore. The consent row is
+// locked while the request is bound, so a withdrawal either waits for the
+// request to be done (and then stops its code) or commits first and the
+// request finds no consent.
+func (s *Store) ResumeOIDCAuthRequest(ctx context.Context, id, userID, sessionID string, authTime time.Time) error {
+	if !ids.Valid(id) || !ids.Valid(userID) {
+		return identity.ErrOIDCGrantUnknown
+	}
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		var clientID, scopes string
+		err := tx.QueryRow(ctx, `
+			SELECT client_id, scopes FROM oidc_auth_requests
+			WHERE id = $1 AND user_id IS NULL AND NOT done AND code_digest IS NULL AND expires_at > $2`, id, tx.Now).Scan(&clientID, &scopes)
+		if errors.Is(err, sql.ErrNoRows) {
+			return identity.ErrOIDCGrantUnknown
+		}
+		if err != nil {
+			return err
+		}
+		var held string
+		err = tx.QueryRow(ctx, `SELECT scopes FROM oidc_consents WHERE user_id = $1 AND client_id = $2`+tx.DB().ForUpdate(), userID, clientID).Scan(&held)
+		if errors.Is(err, sql.ErrNoRows) {
+			return identity.ErrOIDCConsentRequired
+		}
+		if err != nil {
+			return err
+		}
+		if !(identity.OIDCConsent{Scopes: parseList(held)}).Covers(parseList(scopes)) {
+			return identity.ErrOIDCConsentRequired
+		}
+		res, err := tx.Exec(ctx, `
+			UPDATE oidc_auth_requests SET user_id = $1, session_id = $2, auth_time = $3, done = TRUE
+			WHERE id = $4 AND user_id IS NULL AND NOT done AND code_digest IS NULL AND expires_at > $5`,
+			userID, sessionID, sqldb.Timestamp(authTime), id, tx.Now)
 		return affected(res, err)
+	})
+}
+
+const oidcConsentQuery = `
+	SELECT k.client_id, c.name, k.scopes, k.granted_at, k.updated_at
+	FROM oidc_consents k JOIN oidc_clients c ON c.id = k.client_id
+	WHERE k.user_id = $1 AND c.revoked_at IS NULL`
+
+func scanOIDCConsent(row interface{ Scan(...any) error }) (identity.OIDCConsent, error) {
+	var (
+		k      identity.OIDCConsent
+		scopes string
+	)
+	err := row.Scan(&k.ClientID, &k.ClientName, &scopes, &k.GrantedAt, &k.UpdatedAt)
+	k.Scopes, k.GrantedAt, k.UpdatedAt = parseList(scopes), k.GrantedAt.UTC(), k.UpdatedAt.UTC()
+	return k, err
+}
+
+// OIDCConsent implements identity.OIDCStore.
+func (s *Store) OIDCConsent(ctx context.Context, userID, clientID string) (identity.OIDCConsent, error) {
+	if !ids.Valid(userID) || !ids.Valid(clientID) {
+		return identity.OIDCConsent{}, identity.ErrOIDCConsentNotFound
+	}
+	k, err := scanOIDCConsent(s.db.QueryRow(ctx, oidcConsentQuery+` AND k.client_id = $2`, userID, clientID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return identity.OIDCConsent{}, identity.ErrOIDCConsentNotFound
+	}
+	return k, err
+}
+
+// ListOIDCConsents implements identity.OIDCStore.
+func (s *Store) ListOIDCConsents(ctx context.Context, userID string) ([]identity.OIDCConsent, error) {
+	out := []identity.OIDCConsent{}
+	if !ids.Valid(userID) {
+		return out, nil
+	}
+	rows, err := s.db.Query(ctx, oidcConsentQuery+` ORDER BY k.updated_at DESC, k.client_id`, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		k, err := scanOIDCConsent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// WithdrawOIDCConsent implements identity.OIDCStore. A code issued but
+// not yet redeemed is stopped the way a reused one is (code_reused_at),
+// so nothing more is issued on the withdrawn consent.
+func (s *Store) WithdrawOIDCConsent(ctx context.Context, userID, clientID string) error {
+	if !ids.Valid(userID) || !ids.Valid(clientID) {
+		return identity.ErrOIDCConsentNotFound
+	}
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `DELETE FROM oidc_consents WHERE user_id = $1 AND client_id = $2`, userID, clientID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return identity.ErrOIDCConsentNotFound
+		}
+		if _, err := tx.Exec(ctx, `UPDATE oidc_tokens SET revoked_at = $1 WHERE user_id = $2 AND client_id = $3 AND revoked_at IS NULL`,
+			tx.Now, userID, clientID); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE oidc_auth_requests SET code_reused_at = $1
+			WHERE user_id = $2 AND client_id = $3 AND done AND code_used_at IS NULL AND code_reused_at IS NULL AND expires_at > $1`,
+			tx.Now, userID, clientID)
+		return err
 	})
 }
 
@@ -288,7 +448,9 @@ func (s *Store) codeReused(ctx context.Context, id string) error {
 		if _, err := tx.Exec(ctx, `UPDATE oidc_auth_requests SET code_reused_at = $1 WHERE id = $2 AND code_reused_at IS NULL`, tx.Now, id); err != nil {
 			return err
 		}
-		return revokeFamiliesOf(ctx, tx, `auth_request_id = $2`, id)
+		// The code's tokens (from_code, on oidc_tokens_one_exchange) head
+		// the families it issued; their successors share the family.
+		return revokeFamiliesOf(ctx, tx, `auth_request_id = $2 AND from_code`, id)
 	})
 	if err != nil {
 		return err
