@@ -15,8 +15,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/platformco/platform/internal/httpx"
 )
 
 const instrumentation = "github.com/platformco/platform/internal/observe"
@@ -45,49 +43,24 @@ func StartTracing(ctx context.Context, service, endpoint string) (*Tracing, func
 	)
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagator)
-	return NewTracing(service, tp), tp.Shutdown, nil
+	return NewTracing(tp), tp.Shutdown, nil
 }
 
 // Tracing starts a service's spans.
 type Tracing struct {
-	service     string
-	serviceAttr attribute.KeyValue
-	tracer      trace.Tracer
+	tracer trace.Tracer
 }
 
 // Middleware starts a server span per request, continuing the caller's
 // traceparent, named by method and route pattern once routing is done. It
 // hands httpx this span's trace context, so the trace and span ids in logs
-// and problem bodies are the span's; the caller's headers stay as they
-// came (no copy per request).
+// and problem bodies are the span's. Over Metrics.Middleware (or under
+// it) it joins it: one pass observes both (handler).
 func (t *Tracing) Middleware(next http.Handler) http.Handler {
 	if t == nil {
 		return next
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := t.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method), t.serviceAttr))
-		defer span.End()
-		sc := span.SpanContext()
-		ctx = httpx.WithTrace(ctx, httpx.Trace{TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String(), Flags: sc.TraceFlags().String()})
-		ctx, pattern := httpx.WithRoute(ctx)
-		r = r.WithContext(ctx)
-		rec := &recorder{ResponseWriter: w}
-		defer func() {
-			rt := route(*pattern)
-			span.SetName(r.Method + " " + rt)
-			status := rec.status
-			if status == 0 {
-				status = http.StatusOK
-			}
-			span.SetAttributes(attribute.String("http.route", rt), attribute.Int("http.response.status_code", status))
-			if status >= 500 {
-				span.SetStatus(codes.Error, strconv.Itoa(status))
-			}
-		}()
-		next.ServeHTTP(rec, r)
-	})
+	return with(next, nil, t)
 }
 
 // Transport wraps base so every outbound call is a client span whose
@@ -122,8 +95,9 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// NewTracing starts service's spans with tp, for tests and harnesses that
-// bring their own provider (StartTracing builds the OTLP one).
-func NewTracing(service string, tp trace.TracerProvider) *Tracing {
-	return &Tracing{service: service, serviceAttr: attribute.String("platform.service", service), tracer: tp.Tracer(instrumentation)}
+// NewTracing starts spans with tp, for tests and harnesses that bring
+// their own provider (StartTracing builds the OTLP one, whose resource
+// names the service: spans carry no service attribute of their own).
+func NewTracing(tp trace.TracerProvider) *Tracing {
+	return &Tracing{tracer: tp.Tracer(instrumentation)}
 }
