@@ -54,7 +54,7 @@ func TestMetricsAndTracingJoinInEitherOrder(t *testing.T) {
 			}
 			attrs := map[string]string{}
 			for _, a := range spans[0].Attributes() {
-				attrs[string(a.Key)] = a.Value.Emit()
+				attrs[string(a.Key)] = a.Value.String()
 			}
 			want := map[string]string{"http.request.method": "GET", "http.route": "/v1/things/{id}", "http.response.status_code": "404"}
 			for k, v := range want {
