@@ -70,6 +70,7 @@ func BenchmarkAuthenticatedRead(b *testing.B) {
 					// The provider's shutdown exports what it still
 					// holds: spans/op below 2 means some were dropped
 					// (a read is a server span and a statement's).
+					b.StopTimer()
 					if err := stop(context.Background()); err != nil {
 						b.Fatal(err)
 					}
