@@ -6,11 +6,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // observed: the authenticated read (GET /v1/accounts/{id}) on a second
@@ -58,24 +62,50 @@ func (b *bench) observed(ctx context.Context) (*Scenario, error) {
 	wg.Go(func() { scrapeEverySecond(scrapeCtx, "http://"+metricsAddr+"/metrics", &scrapes, &scrapeFailures) })
 
 	var plain, observed perRound
+	var plainCPU, observedCPU time.Duration
+	var plainReads, observedReads int64
 	for _, c := range b.cfg.levels {
+		cpu0, cpu1 := processCPU(b.p.identity.pid()), processCPU(traced.pid())
 		total, byRound, err := b.interleaved(ctx, clients(c, b.readOp(b.p.identity.URL)), clients(c, b.readOp(traced.URL)))
 		if err != nil {
 			stopScrapes()
 			wg.Wait()
 			return nil, err
 		}
+		plainCPU += processCPU(b.p.identity.pid()) - cpu0
+		observedCPU += processCPU(traced.pid()) - cpu1
+		plainReads, observedReads = plainReads+total[0].Requests, observedReads+total[1].Requests
 		s.Baseline = append(s.Baseline, total[0])
 		s.Levels = append(s.Levels, total[1])
 		plain, observed = append(plain, byRound[0]), append(observed, byRound[1])
 	}
+	if plainReads > 0 && observedReads > 0 && plainCPU > 0 {
+		// On a shared machine the CPU a read costs each process is
+		// steadier than their throughput. The warm-up's reads are in the
+		// CPU, not in the count, alike for both.
+		p, o := plainCPU/time.Duration(plainReads), observedCPU/time.Duration(observedReads)
+		s.Notes = append(s.Notes, fmt.Sprintf("CPU per measured read: plain %s, observed %s (plain/observed %.1f%%)",
+			p.Round(100*time.Nanosecond), o.Round(100*time.Nanosecond), 100*float64(p)/float64(o)))
+	}
 	stopScrapes()
 	wg.Wait()
+	// Every read the instance served (the warm-up's too), by its own
+	// counter; then stopping it flushes the spans its exporter still
+	// holds, so the receiver's count is complete.
+	served, servedErr := readsServed("http://" + metricsAddr + "/metrics")
+	traced.stop()
 	throughput := peakRatio(observed, plain)
 	s.Ratio = throughput.median()
 	s.medianTarget("≥ 90% of the plain instance's throughput (peak over levels)", throughput, pct, func(r float64) bool { return r >= 0.9 })
-	exports, bytes := recv.requests.Load(), recv.bytes.Load()
-	s.target("spans exported to the receiver", fmt.Sprintf("%d exports, %.1f MiB", exports, mib(bytes)), exports > 0)
+	exports, bytes, spans := recv.requests.Load(), recv.bytes.Load(), recv.spans.Load()
+	// Every read is a server span and a statement group's span; the
+	// probes only add to the count. Fewer means the exporter dropped
+	// spans, which would flatter the ratio.
+	if servedErr != nil {
+		return nil, fmt.Errorf("observed identity's request counter: %w", servedErr)
+	}
+	s.target("every read's spans exported to the receiver",
+		fmt.Sprintf("%d spans in %d exports (%.1f MiB) for %d reads served", spans, exports, mib(bytes), served), spans >= 2*served && served > 0)
 	s.target("metrics scraped every second", fmt.Sprintf("%d scrapes, %d failed", scrapes.Load(), scrapeFailures.Load()),
 		scrapes.Load() > 0 && scrapeFailures.Load() == 0)
 	s.errorsTarget()
@@ -83,11 +113,12 @@ func (b *bench) observed(ctx context.Context) (*Scenario, error) {
 }
 
 // otlpReceiver accepts OTLP/HTTP exports and discards them, counting what
-// arrived: the collector's cost is not the service's.
+// arrived (exports, bytes, spans): the collector's cost is not the
+// service's.
 type otlpReceiver struct {
-	url             string
-	srv             *http.Server
-	requests, bytes atomic.Int64
+	url                    string
+	srv                    *http.Server
+	requests, bytes, spans atomic.Int64
 }
 
 func startOTLPReceiver() (*otlpReceiver, error) {
@@ -98,9 +129,15 @@ func startOTLPReceiver() (*otlpReceiver, error) {
 	r := &otlpReceiver{url: "http://" + ln.Addr().String()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, req *http.Request) {
-		n, _ := io.Copy(io.Discard, req.Body)
+		body, err := io.ReadAll(req.Body)
+		spans, ok := countSpans(body)
+		if err != nil || !ok {
+			http.Error(w, "not an ExportTraceServiceRequest", http.StatusBadRequest)
+			return
+		}
 		r.requests.Add(1)
-		r.bytes.Add(n)
+		r.bytes.Add(int64(len(body)))
+		r.spans.Add(spans)
 		// An empty ExportTraceServiceResponse: everything accepted.
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.WriteHeader(http.StatusOK)
@@ -111,6 +148,96 @@ func startOTLPReceiver() (*otlpReceiver, error) {
 }
 
 func (r *otlpReceiver) close() { _ = r.srv.Close() }
+
+// readsServed sums the observed instance's platform_http_requests_total
+// series for the read's route, from its /metrics.
+func readsServed(url string) (int64, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for line := range strings.Lines(string(body)) {
+		if !strings.HasPrefix(line, "platform_http_requests_total{") || !strings.Contains(line, `route="/v1/accounts/{accountID}"`) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q: %w", line, err)
+		}
+		n += int64(v)
+	}
+	return n, nil
+}
+
+// processCPU is the user and system time process pid has used so far,
+// from /proc/PID/stat (in clock ticks, 100 a second on Linux); 0 when it
+// cannot be read.
+func processCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: the fields
+	// counted are those after it (utime and stime are the 14th and 15th
+	// of the line, the 12th and 13th after the name).
+	_, rest, ok := strings.Cut(string(raw), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(utime+stime) * (time.Second / 100)
+}
+
+// countSpans counts the spans of an ExportTraceServiceRequest by walking
+// its wire format (resource_spans = 1, scope_spans = 2, spans = 2), without
+// decoding them.
+func countSpans(b []byte) (int64, bool) {
+	var n int64
+	ok := eachField(b, 1, func(rs []byte) bool {
+		return eachField(rs, 2, func(ss []byte) bool {
+			return eachField(ss, 2, func([]byte) bool { n++; return true })
+		})
+	})
+	return n, ok
+}
+
+// eachField calls fn with the body of every length-delimited field num of
+// the message b, skipping the other fields; false when b is malformed.
+func eachField(b []byte, num protowire.Number, fn func([]byte) bool) bool {
+	for len(b) > 0 {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return false
+		}
+		b = b[l:]
+		if n == num && typ == protowire.BytesType {
+			v, l := protowire.ConsumeBytes(b)
+			if l < 0 || !fn(v) {
+				return false
+			}
+			b = b[l:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(n, typ, b)
+		if l < 0 {
+			return false
+		}
+		b = b[l:]
+	}
+	return true
+}
 
 // scrapeEverySecond reads url each second until ctx ends, as Prometheus
 // would, reading the whole body.

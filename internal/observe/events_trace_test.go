@@ -44,7 +44,7 @@ func TestAnEventCarriesItsRequestsTraceToTheConsumer(t *testing.T) {
 		ctx := context.Background()
 		rec, tp := recordSpans(t)
 		env := identitytest.New(t, engine, identitytest.Config{})
-		tracing := observe.NewTracing("identity", tp)
+		tracing := observe.NewTracing(tp)
 		observe.Statements(env.DB, nil, tracing)
 		srv := httptest.NewServer(tracing.Middleware(httpapi.NewServer(httpapi.Deps{Service: env.Service, Logger: discard()})))
 		defer srv.Close()

@@ -14,15 +14,12 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/platformco/platform/internal/httpx"
 )
 
 // Metrics is one service's registry and its HTTP metrics.
@@ -117,32 +114,13 @@ func route(pattern string) string {
 }
 
 // Middleware counts and times every request by route pattern. It wraps the
-// handler Finish returned (or a Switch of them).
+// handler Finish returned (or a Switch of them); over Tracing.Middleware
+// (or under it) it joins it: one pass observes both (handler).
 func (m *Metrics) Middleware(next http.Handler) http.Handler {
 	if m == nil {
 		return next
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		m.inFlight.Inc()
-		ctx, pattern := httpx.WithRoute(r.Context())
-		rec := &recorder{ResponseWriter: w}
-		defer func() {
-			m.inFlight.Dec()
-			method, ok := knownMethods[r.Method]
-			if !ok {
-				method = "other"
-			}
-			status := rec.status
-			if status == 0 {
-				status = http.StatusOK
-			}
-			rt := route(*pattern)
-			m.requests.WithLabelValues(rt, method, strconv.Itoa(status/100)+"xx").Inc()
-			m.duration.WithLabelValues(rt, method).Observe(time.Since(start).Seconds())
-		}()
-		next.ServeHTTP(rec, r.WithContext(ctx))
-	})
+	return with(next, m, nil)
 }
 
 type recorder struct {

@@ -51,16 +51,20 @@ type statements struct {
 type operation struct {
 	observer prometheus.Observer
 	span     string
-	// start are the span's options, built once per operation.
-	start []trace.SpanStartOption
+	// attrs are the span's attributes, built once per operation and set
+	// after its start: given as a start option, the SDK would copy them
+	// once into the options and again into the span.
+	attrs []attribute.KeyValue
 }
+
+// clientStart are a statement group's span options.
+var clientStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 
 func (s *statements) operation(name string) *operation {
 	if op, ok := s.ops.Load(name); ok {
 		return op.(*operation)
 	}
-	op := &operation{span: "db " + name, start: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(s.system, attribute.String("db.operation.name", name))}}
+	op := &operation{span: "db " + name, attrs: []attribute.KeyValue{s.system, attribute.String("db.operation.name", name)}}
 	if s.duration != nil {
 		op.observer = s.duration.WithLabelValues(name)
 	}
@@ -74,8 +78,15 @@ func (s *statements) Start(ctx context.Context, name string) (context.Context, f
 	var span trace.Span
 	// Only inside a trace: the background loops' polling (outbox claims,
 	// send loops) would otherwise each start a trace of one span.
-	if s.tracer != nil && trace.SpanContextFromContext(ctx).IsValid() {
-		ctx, span = s.tracer.Start(ctx, op.span, op.start...)
+	if s.tracer != nil {
+		if parent := trace.SpanFromContext(ctx); parent.SpanContext().IsValid() {
+			// A statement's context is deep (the request's values, the
+			// handler's, the pool's deadline) and the SDK looks the
+			// parent up in it several times; with the parent on top,
+			// each look-up ends at the first layer.
+			ctx, span = s.tracer.Start(trace.ContextWithSpan(ctx, parent), op.span, clientStart...)
+			span.SetAttributes(op.attrs...)
+		}
 	}
 	return ctx, func(err error) {
 		if op.observer != nil {

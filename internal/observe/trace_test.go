@@ -17,7 +17,7 @@ func TestTracingContinuesTheCallersTraceUnderTheRoutePattern(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
-	tr := NewTracing("box", tp)
+	tr := NewTracing(tp)
 
 	var logged httpx.Trace
 	mux := http.NewServeMux()
