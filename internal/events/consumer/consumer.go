@@ -95,6 +95,10 @@ type Config struct {
 	// Batch is how many messages are fetched ahead, and the most one
 	// transaction applies (default 64).
 	Batch int
+	// Committed, when set, is called after each transaction that applied
+	// events has committed, so a loop that works on what the handler wrote
+	// can start at once instead of at its next poll.
+	Committed func()
 	// TracerProvider starts the spans of the events' handling (default:
 	// OpenTelemetry's global provider, which observe.StartTracing
 	// installs).
@@ -303,11 +307,18 @@ func (c *Consumer) processBatch(ctx context.Context, msgs []jetstream.Msg) {
 		}
 		return
 	}
+	c.committed()
 	for _, p := range due {
 		if c.cfg.skipAck != nil && c.cfg.skipAck(p.env) {
 			continue
 		}
 		c.ack(p.msg, p.env)
+	}
+}
+
+func (c *Consumer) committed() {
+	if c.cfg.Committed != nil {
+		c.cfg.Committed()
 	}
 }
 
@@ -473,6 +484,7 @@ func (c *Consumer) attempt(ctx context.Context, p pending) {
 	var perm permanentError
 	switch {
 	case err == nil:
+		c.committed()
 		if c.cfg.skipAck != nil && c.cfg.skipAck(env) {
 			return
 		}
