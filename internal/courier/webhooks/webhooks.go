@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -221,110 +220,21 @@ func NewDeliverer(store courier.WebhookStore, hooks *courier.Webhooks, client *h
 	return &Deliverer{store: store, hooks: hooks, client: client, opts: opts, logger: logger, kick: make(chan struct{}, 1)}
 }
 
-// Run delivers until ctx is done, as a pipeline: a claimer keeps the next
-// batch claimed while the workers post the current one, and a recorder
-// records outcomes as they finish, in one transaction for as many as have
-// finished (up to a batch), while the next ones are posted. So neither the
-// claim's nor the record's transaction leaves the workers idle, as a
-// claim-post-record cycle did. At most two batches are claimed and not yet
-// recorded. A process that dies leaves its claimed deliveries to be
-// claimed again when their leases end; on a stop, deliveries not yet
-// posted are left the same way.
+// Run delivers until ctx is done, as a courier.Pipeline: the next batch
+// is claimed while the current one is posted, and outcomes are recorded
+// as they finish.
 func (d *Deliverer) Run(ctx context.Context) {
-	work := make(chan courier.ClaimedDelivery, 2*d.opts.Batch)
-	done := make(chan courier.AttemptOutcome, d.opts.Batch)
-	room := make(chan struct{}, 1)
-	var inFlight atomic.Int64
-	var workers sync.WaitGroup
-	for range d.opts.Workers {
-		workers.Go(func() {
-			for c := range work {
-				if ctx.Err() != nil {
-					continue // its lease ends and it is claimed again
-				}
-				done <- d.attempt(ctx, c)
-			}
-		})
-	}
-	recorded := make(chan struct{})
-	go func() {
-		defer close(recorded)
-		d.recordLoop(ctx, done, func(n int) {
-			inFlight.Add(-int64(n))
-			select {
-			case room <- struct{}{}:
-			default:
-			}
-		})
-	}()
-	d.claimLoop(ctx, work, &inFlight, room)
-	close(work)
-	workers.Wait()
-	close(done)
-	<-recorded
-}
-
-// claimLoop claims due deliveries for the workers while fewer than a
-// batch are claimed and unrecorded.
-func (d *Deliverer) claimLoop(ctx context.Context, work chan<- courier.ClaimedDelivery, inFlight *atomic.Int64, room <-chan struct{}) {
-	for ctx.Err() == nil {
-		if inFlight.Load() > int64(d.opts.Batch) {
-			select {
-			case <-ctx.Done():
-			case <-room:
-			}
-			continue
-		}
-		claimed, err := d.store.ClaimDeliveries(ctx, d.opts.Batch, d.opts.Lease)
-		if err != nil && ctx.Err() == nil {
-			d.logger.Warn("webhooks: claim failed", "error", err.Error())
-		}
-		inFlight.Add(int64(len(claimed)))
-		for _, c := range claimed {
-			work <- c
-		}
-		if len(claimed) == d.opts.Batch && err == nil {
-			continue
-		}
-		// Work comes in streams (the consumer adds deliveries as events
-		// arrive, and kicks the loop when it has): after a claim that
-		// found some, look again soon rather than after a whole Poll.
-		wait := d.opts.Poll
-		if len(claimed) > 0 {
-			wait = min(wait, BusyPoll)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-d.kick:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
-
-// recordLoop records outcomes as they come, in one transaction for each
-// run of them that finished while the previous transaction ran, and
-// reports how many it settled.
-func (d *Deliverer) recordLoop(ctx context.Context, done <-chan courier.AttemptOutcome, settled func(int)) {
-	batch := make([]courier.AttemptOutcome, 0, d.opts.Batch)
-	for o := range done {
-		batch = append(batch[:0], o)
-	more:
-		for len(batch) < d.opts.Batch {
-			select {
-			case o, ok := <-done:
-				if !ok {
-					break more
-				}
-				batch = append(batch, o)
-			default:
-				break more
-			}
-		}
-		d.record(ctx, batch)
-		settled(len(batch))
-	}
+	courier.Pipeline[courier.ClaimedDelivery, courier.AttemptOutcome]{
+		Batch: d.opts.Batch, Workers: d.opts.Workers, Poll: d.opts.Poll, BusyPoll: BusyPoll, Wake: d.kick,
+		Claim: func(ctx context.Context, limit int) ([]courier.ClaimedDelivery, error) {
+			return d.store.ClaimDeliveries(ctx, limit, d.opts.Lease)
+		},
+		Work: func(ctx context.Context, c courier.ClaimedDelivery) (courier.AttemptOutcome, bool) {
+			return d.attempt(ctx, c), true
+		},
+		Record: d.record,
+		Logger: d.logger, What: "webhooks",
+	}.Run(ctx)
 }
 
 // record records outcomes in one transaction, on a context that outlives
