@@ -40,7 +40,12 @@ type SenderOptions struct {
 	// From is the From header (COURIER_MAIL_FROM).
 	From string
 	// Batch is how many messages one claim takes (default 50), Workers how
-	// many are delivered at once (default 16).
+	// many are delivered at once (default 32). Each delivery is an SMTP
+	// session of about six exchanges, so the rate is Workers over a
+	// session's time (Little's law); 32 sessions stay under the usual
+	// per-client limit of a relay (Postfix's default is 50), and with 16
+	// the send loop, not the SMTP server, bounded the rate on PostgreSQL
+	// (bench email: 755 against 1,073 delivered/s).
 	Batch, Workers int
 	// Lease is how long a claimed message stays this attempt's (default
 	// 2m): longer than any delivery may take, since a message whose lease
@@ -64,7 +69,7 @@ func (o SenderOptions) withDefaults() SenderOptions {
 		o.Batch = 50
 	}
 	if o.Workers <= 0 {
-		o.Workers = 16
+		o.Workers = 32
 	}
 	if o.Lease <= 0 {
 		o.Lease = 2 * time.Minute
