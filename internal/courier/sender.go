@@ -40,7 +40,12 @@ type SenderOptions struct {
 	// From is the From header (COURIER_MAIL_FROM).
 	From string
 	// Batch is how many messages one claim takes (default 50), Workers how
-	// many are delivered at once (default 16).
+	// many are delivered at once (default 32). Each delivery is an SMTP
+	// session of about six exchanges, so the rate is Workers over a
+	// session's time (Little's law); 32 sessions stay under the usual
+	// per-client limit of a relay (Postfix's default is 50), and with 16
+	// the send loop, not the SMTP server, bounded the rate on PostgreSQL
+	// (bench email: 755 against 1,073 delivered/s).
 	Batch, Workers int
 	// Lease is how long a claimed message stays this attempt's (default
 	// 2m): longer than any delivery may take, since a message whose lease
@@ -64,7 +69,7 @@ func (o SenderOptions) withDefaults() SenderOptions {
 		o.Batch = 50
 	}
 	if o.Workers <= 0 {
-		o.Workers = 16
+		o.Workers = 32
 	}
 	if o.Lease <= 0 {
 		o.Lease = 2 * time.Minute
@@ -122,37 +127,28 @@ func NewSender(svc *Service, renderer *Renderer, mailer Mailer, opts SenderOptio
 	return &Sender{svc: svc, store: svc.store, mailer: mailer, renderer: renderer, opts: opts.withDefaults(), logger: logger}
 }
 
-// Run sends until ctx is done. A database error is logged and retried.
+// Run sends until ctx is done, as a Pipeline: the next batch is claimed
+// while the current one is delivered, acceptances are recorded as they
+// come (in one transaction for as many as came meanwhile), and a message
+// the service queues wakes the loop at once. A database error is logged
+// and retried.
 func (s *Sender) Run(ctx context.Context) {
-	wait := s.opts.Poll
-	for ctx.Err() == nil {
-		n, err := s.SendDue(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.logger.Warn("send loop: claim failed", "error", err.Error())
-			wait = min(wait*2, 10*time.Second)
-		case err == nil && n > 0:
-			// More is likely on its way (messages arrive in streams): look
-			// again soon rather than after a whole Poll, which held the
-			// last messages of a burst back by up to Poll.
-			wait = min(s.opts.Poll, BusyPoll)
-		case err == nil:
-			wait = s.opts.Poll
-		}
-		if n == s.opts.Batch && err == nil {
-			continue
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-	}
+	Pipeline[Claimed, Attempt]{
+		Batch: s.opts.Batch, Workers: s.opts.Workers, Poll: s.opts.Poll, BusyPoll: BusyPoll, Wake: s.svc.queued,
+		Claim: func(ctx context.Context, limit int) ([]Claimed, error) {
+			return s.store.ClaimDue(ctx, limit, s.opts.Lease)
+		},
+		Work: func(ctx context.Context, c Claimed) (Attempt, bool) {
+			return Attempt{ID: c.ID, AttemptID: c.AttemptID}, s.deliver(ctx, c)
+		},
+		Record: s.recordDelivered,
+		Logger: s.logger, What: "send loop",
+	}.Run(ctx)
 }
 
 // SendDue claims one batch of due messages and delivers it; it returns
-// how many it claimed.
+// how many it claimed: one turn of the loop, for tests and tools that
+// drive it by hand.
 func (s *Sender) SendDue(ctx context.Context) (int, error) {
 	claimed, err := s.store.ClaimDue(ctx, s.opts.Batch, s.opts.Lease)
 	if err != nil || len(claimed) == 0 {

@@ -22,12 +22,15 @@ type Service struct {
 	store    Store
 	sealer   *Sealer
 	identity Identity
+	// queued receives (without blocking) when a message was queued, to
+	// wake the send loop.
+	queued chan struct{}
 }
 
 // NewService returns a service over store, sealing template data with
 // sealer and asking identity about signed-in users.
 func NewService(store Store, sealer *Sealer, identity Identity) *Service {
-	return &Service{store: store, sealer: sealer, identity: identity}
+	return &Service{store: store, sealer: sealer, identity: identity, queued: make(chan struct{}, 1)}
 }
 
 // Send validates and records a send request from caller (a service
@@ -61,7 +64,14 @@ func (s *Service) Send(ctx context.Context, caller string, req SendRequest) (Ema
 		}
 		return ""
 	}
-	return s.store.CreateEmail(ctx, in, decide)
+	e, err := s.store.CreateEmail(ctx, in, decide)
+	if err == nil && e.Status == StatusQueued {
+		select {
+		case s.queued <- struct{}{}:
+		default:
+		}
+	}
+	return e, err
 }
 
 // Email returns a message and its status history, never its data.

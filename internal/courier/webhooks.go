@@ -107,6 +107,9 @@ type WebhookStore interface {
 	// RetryDelivery makes a delivery due at once.
 	RetryDelivery(ctx context.Context, accountID, endpointID, id string) (Delivery, error)
 
+	// ClaimDeliveries leases up to limit due deliveries of enabled
+	// endpoints for lease, under one new attempt id for the claimed set,
+	// which only RecordAttempts of that attempt id can settle.
 	ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]ClaimedDelivery, error)
 	// RecordAttempts records attempts' outcomes, in one transaction, each
 	// only while its attempt id still holds the delivery: success, or a

@@ -255,7 +255,7 @@ func openLoops(ctx, loopCtx context.Context, db *sqldb.DB, cfg Config, deps *htt
 	wg.Go(func() { deliverer.Run(loopCtx) })
 	if cfg.EventsURL != "" {
 		wg.Go(func() {
-			if err := webhooks.Consume(loopCtx, db, cfg.EventsURL, logger); err != nil {
+			if err := webhooks.Consume(loopCtx, db, cfg.EventsURL, deliverer.Kick, logger); err != nil {
 				logger.ErrorContext(loopCtx, "webhooks: the event consumer stopped", "err", err.Error())
 			}
 		})

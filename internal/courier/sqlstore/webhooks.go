@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -279,8 +280,10 @@ func Enqueue(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
 }
 
 // ClaimDeliveries implements courier.WebhookStore: due pending deliveries
-// of enabled endpoints, leased under a new attempt id (skip-locked on
-// PostgreSQL, so replicas take disjoint sets).
+// of enabled endpoints, leased under one new attempt id for the claimed
+// set (skip-locked on PostgreSQL, so replicas take disjoint sets). One
+// select and one update whatever the batch, not a statement per delivery:
+// on PostgreSQL each statement is a round trip.
 func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]courier.ClaimedDelivery, error) {
 	var out []courier.ClaimedDelivery
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
@@ -308,33 +311,55 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 			out = append(out, c)
 		}
 		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := rows.Err(); err != nil || len(out) == 0 {
 			return err
 		}
+		attemptID := uuid.NewString()
+		args := []any{attemptID, tx.Now.Add(lease), tx.Now}
 		for i := range out {
-			out[i].AttemptID = uuid.NewString()
+			out[i].AttemptID = attemptID
 			out[i].Attempts++
-			if _, err := tx.Exec(ctx, `
-				UPDATE webhook_deliveries SET attempt_id = $2, attempts = attempts + 1, next_attempt_at = $3, updated_at = $4
-				WHERE id = $1`, out[i].ID, out[i].AttemptID, tx.Now.Add(lease), tx.Now); err != nil {
-				return err
-			}
+			args = append(args, out[i].ID)
 		}
-		return nil
+		_, err = tx.Exec(ctx, `
+			UPDATE webhook_deliveries SET attempt_id = $1, attempts = attempts + 1, next_attempt_at = $2, updated_at = $3
+			WHERE id IN (`+placeholders(4, len(out))+`)`, args...)
+		return err
 	})
 	return out, err
+}
+
+// placeholders is "$from, $from+1, …", n of them.
+func placeholders(from, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(from+i))
+	}
+	return b.String()
 }
 
 // RecordAttempts implements courier.WebhookStore. One transaction for a
 // whole batch: on SQLite every transaction serialises on the one writer,
 // so a transaction per attempt capped deliveries at what the commits
-// allowed.
+// allowed. Successes, nearly every outcome, are recorded set-wise (an
+// update per lease, one insert of their log rows, one update of their
+// endpoints) before the failures, one by one: so an endpoint with a
+// success and a failure in one batch starts its failure clock afresh.
 func (s *Store) RecordAttempts(ctx context.Context, outcomes []courier.AttemptOutcome) error {
 	if len(outcomes) == 0 {
 		return nil
 	}
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		if err := recordSuccesses(ctx, tx, outcomes); err != nil {
+			return err
+		}
 		for _, o := range outcomes {
+			if o.OK {
+				continue
+			}
 			if err := recordAttempt(ctx, tx, o); err != nil {
 				return err
 			}
@@ -343,15 +368,87 @@ func (s *Store) RecordAttempts(ctx context.Context, outcomes []courier.AttemptOu
 	})
 }
 
+// recordSuccesses marks the successful deliveries whose lease their
+// attempt still holds as succeeded, logs those attempts, and clears the
+// failure clock of their endpoints that had one running.
+func recordSuccesses(ctx context.Context, tx *sqldb.Tx, outcomes []courier.AttemptOutcome) error {
+	byLease := map[string][]any{}
+	var leases []string
+	for _, o := range outcomes {
+		if !o.OK {
+			continue
+		}
+		l := o.Delivery.AttemptID
+		if _, ok := byLease[l]; !ok {
+			leases = append(leases, l)
+			byLease[l] = []any{l, tx.Now}
+		}
+		byLease[l] = append(byLease[l], o.Delivery.ID)
+	}
+	held := map[string]bool{}
+	for _, l := range leases {
+		args := byLease[l]
+		rows, err := tx.Query(ctx, `
+			UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = $2, updated_at = $2
+			WHERE attempt_id = $1 AND status = 'pending' AND id IN (`+placeholders(3, len(args)-2)+`)
+			RETURNING id`, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			held[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	q.WriteString(`INSERT INTO webhook_attempts (delivery_id, at, status_code, latency_ms, response, error) VALUES `)
+	var args, endpoints []any
+	seen := map[string]bool{}
+	for _, o := range outcomes {
+		d, a := o.Delivery, o.Attempt
+		if !o.OK || !held[d.ID] {
+			continue // a failure, or the lease passed to another attempt
+		}
+		if len(args) > 0 {
+			q.WriteString(", ")
+		}
+		n := len(args)
+		fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6)
+		args = append(args, d.ID, sqldb.Timestamp(a.At), a.StatusCode, a.Latency.Milliseconds(), a.Response, a.Error)
+		if !seen[d.EndpointID] {
+			seen[d.EndpointID] = true
+			endpoints = append(endpoints, d.EndpointID)
+		}
+	}
+	if _, err := tx.Exec(ctx, q.String(), args...); err != nil {
+		return err
+	}
+	// Only when it was failing: a success to a healthy endpoint writes
+	// nothing to the endpoint's row, which every delivery to it shares.
+	_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = NULL
+		WHERE failing_since IS NOT NULL AND id IN (`+placeholders(1, len(endpoints))+`)`, endpoints...)
+	return err
+}
+
+// recordAttempt records one failed attempt: retried at o.Next, or failed
+// for good; the endpoint's failure clock starts, and after DisableAfter
+// of failures the endpoint is disabled.
 func recordAttempt(ctx context.Context, tx *sqldb.Tx, o courier.AttemptOutcome) error {
 	d, a := o.Delivery, o.Attempt
-	status, nextAt := courier.DeliverySucceeded, tx.Now
-	switch {
-	case o.OK:
-	case o.Next != nil:
+	status, nextAt := courier.DeliveryFailed, tx.Now
+	if o.Next != nil {
 		status, nextAt = courier.DeliveryPending, sqldb.Timestamp(*o.Next)
-	default:
-		status = courier.DeliveryFailed
 	}
 	res, err := tx.Exec(ctx, `
 		UPDATE webhook_deliveries SET status = $3, next_attempt_at = $4, updated_at = $5
@@ -365,12 +462,6 @@ func recordAttempt(ctx context.Context, tx *sqldb.Tx, o courier.AttemptOutcome) 
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO webhook_attempts (delivery_id, at, status_code, latency_ms, response, error) VALUES ($1, $2, $3, $4, $5, $6)`,
 		d.ID, sqldb.Timestamp(a.At), a.StatusCode, a.Latency.Milliseconds(), a.Response, a.Error); err != nil {
-		return err
-	}
-	if o.OK {
-		// Only when it was failing: a success to a healthy endpoint writes
-		// nothing to the endpoint's row, which every delivery to it shares.
-		_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, d.EndpointID)
 		return err
 	}
 	if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL`, d.EndpointID, tx.Now); err != nil {

@@ -173,7 +173,7 @@ func (e *env) publish(typ, subject string) string {
 // runConsumer runs one courier replica's stream consumer until the test ends.
 func (e *env) runConsumer() {
 	e.t.Helper()
-	c, err := webhooks.NewConsumer(context.Background(), e.db, e.js, discard())
+	c, err := webhooks.NewConsumer(context.Background(), e.db, e.js, nil, discard())
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -2,17 +2,30 @@
 // pull consumer with explicit acknowledgements that applies each event once
 // (platform.md section 6, Delivery).
 //
-// For every message it decodes the envelope strictly, then in one
-// transaction of the consumer's own database inserts the envelope id into
-// consumed_events (unique per consumer) and runs the handler. The insert
-// comes first: when the id is already there, the event was applied before
-// (a redelivery after a lost ack, or a publisher's retry outside the
-// stream's duplicate window), so the message is acknowledged and skipped.
-// When the handler fails, the transaction rolls back (the id with it) and
-// the message is redelivered after a back-off; after MaxAttempts failed
-// attempts, or at once for an error marked Permanent or a message that is
-// not a valid envelope, the event is parked in parked_events with the
-// error, an alert is logged, and the consumer continues with the next one.
+// It takes the messages in batches (up to Config.Batch, as many as the
+// stream has ready) and decodes each envelope strictly. Then, in one
+// transaction of the consumer's own database for the whole batch, it
+// inserts the envelope ids into consumed_events (unique per consumer) and
+// runs the handler for each event whose id was not there, and after the
+// commit acknowledges every message of the batch. The insert comes first:
+// when an id is already there, the event was applied before (a
+// redelivery after a lost ack, or a publisher's retry outside the
+// stream's duplicate window), so its message is acknowledged and skipped.
+// A transaction per batch rather than per event is what lets one consumer
+// keep up with the stream: the commit, and on PostgreSQL the round trips,
+// are shared by the batch.
+//
+// When the batch's transaction fails (a handler's error, or the
+// database's), it rolls back whole and each of its events is applied
+// again alone, in its own transaction, so one event that fails never
+// holds back or takes down the others. When the handler fails on an event
+// alone, the transaction rolls back (the id with it) and the message is
+// redelivered after a back-off; after MaxAttempts failed attempts, or at
+// once for an error marked Permanent or a message that is not a valid
+// envelope, the event is parked in parked_events with the error, an alert
+// is logged, and the consumer continues with the next one. Each event's
+// handling is its own span, continuing the trace of its traceparent
+// header, in a batch as alone.
 //
 // # Order
 //
@@ -41,8 +54,10 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
@@ -50,9 +65,11 @@ import (
 	"github.com/platformco/platform/internal/sqldb"
 )
 
-// Handler applies one event inside the consumer's transaction. Returning an
-// error rolls the transaction back; the event is retried, or parked when
-// the error is Permanent or the attempts are spent.
+// Handler applies one event inside the consumer's transaction, which may
+// hold other events of the same batch before and after it. Returning an
+// error rolls the transaction back; the event is retried (alone, the
+// others of its batch applied without it), or parked when the error is
+// Permanent or the attempts are spent.
 type Handler func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error
 
 // Config configures a Consumer. Zero fields take the defaults shown.
@@ -75,8 +92,13 @@ type Config struct {
 	// runs, the consumer tells the server it is in progress, so a slow
 	// handler is not redelivered under it.
 	Backoff []time.Duration
-	// Batch is how many messages are fetched ahead (default 64).
+	// Batch is how many messages are fetched ahead, and the most one
+	// transaction applies (default 64).
 	Batch int
+	// Committed, when set, is called after each transaction that applied
+	// events has committed, so a loop that works on what the handler wrote
+	// can start at once instead of at its next poll.
+	Committed func()
 	// TracerProvider starts the spans of the events' handling (default:
 	// OpenTelemetry's global provider, which observe.StartTracing
 	// installs).
@@ -181,8 +203,8 @@ func New(ctx context.Context, db *sqldb.DB, js jetstream.JetStream, cfg Config, 
 	return &Consumer{db: db, js: js, cfg: cfg, handle: h, logger: logger.With("consumer", cfg.Name), durable: durable}, nil
 }
 
-// Run processes messages one at a time until ctx is done, then returns nil
-// after the message in hand.
+// Run processes messages in batches until ctx is done, then returns nil
+// after the batch in hand.
 func (c *Consumer) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		it, err := c.durable.Messages(jetstream.PullMaxMessages(c.cfg.Batch))
@@ -197,7 +219,13 @@ func (c *Consumer) Run(ctx context.Context) error {
 	return nil
 }
 
+// gather is how long a batch waits for one more message once it has one:
+// the iterator hands over what it already holds at once, and a stream of
+// events fills a batch instead of leaving a transaction per event.
+const gather = time.Millisecond
+
 func (c *Consumer) drain(ctx context.Context, it jetstream.MessagesContext) {
+	batch := make([]jetstream.Msg, 0, c.cfg.Batch)
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -207,7 +235,25 @@ func (c *Consumer) drain(ctx context.Context, it jetstream.MessagesContext) {
 			}
 			return
 		}
-		c.process(context.WithoutCancel(ctx), msg)
+		batch = append(batch[:0], msg)
+		var interrupted error
+		for len(batch) < c.cfg.Batch {
+			msg, err := it.Next(jetstream.NextMaxWait(gather))
+			if err != nil {
+				if !errors.Is(err, nats.ErrTimeout) {
+					interrupted = err
+				}
+				break
+			}
+			batch = append(batch, msg)
+		}
+		c.processBatch(context.WithoutCancel(ctx), batch)
+		if interrupted != nil {
+			if ctx.Err() == nil {
+				c.logger.Warn("events: pull interrupted; resuming", "err", interrupted.Error())
+			}
+			return
+		}
 	}
 }
 
@@ -220,20 +266,193 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// pending is a delivery of a valid envelope that is due an attempt.
+type pending struct {
+	msg  jetstream.Msg
+	meta *jetstream.MsgMetadata
+	env  events.Envelope
+}
+
+// processBatch handles a batch of deliveries to their ends. Messages that
+// are not valid envelopes, and redeliveries past MaxAttempts, are settled
+// one by one as before; the others are applied together in one
+// transaction and acknowledged after its commit. When that transaction
+// fails, nothing of it is kept and each of its events is applied alone,
+// so an event that fails is retried or parked by itself and the others
+// still complete.
+func (c *Consumer) processBatch(ctx context.Context, msgs []jetstream.Msg) {
+	if len(msgs) == 1 {
+		c.process(ctx, msgs[0])
+		return
+	}
+	stop := c.inProgress(msgs)
+	defer stop()
+	due := make([]pending, 0, len(msgs))
+	for _, msg := range msgs {
+		if p, ok := c.settleOrDue(ctx, msg); ok {
+			due = append(due, p)
+		}
+	}
+	switch len(due) {
+	case 0:
+		return
+	case 1:
+		c.attempt(ctx, due[0])
+		return
+	}
+	if err := c.applyBatch(ctx, due); err != nil {
+		c.logger.Debug("events: batch rolled back; applying its events one by one", "events", len(due), "err", err.Error())
+		for _, p := range due {
+			c.attempt(ctx, p)
+		}
+		return
+	}
+	c.committed()
+	for _, p := range due {
+		if c.cfg.skipAck != nil && c.cfg.skipAck(p.env) {
+			continue
+		}
+		c.ack(p.msg, p.env)
+	}
+}
+
+func (c *Consumer) committed() {
+	if c.cfg.Committed != nil {
+		c.cfg.Committed()
+	}
+}
+
+// applyBatch applies due in one transaction: one insert records every
+// envelope id not yet consumed (a copy of an id earlier in the batch is
+// left to that first one), then the handler runs for each fresh event
+// within the span of its own trace.
+func (c *Consumer) applyBatch(ctx context.Context, due []pending) error {
+	ctxs := make([]context.Context, len(due))
+	ends := make([]func(error), len(due))
+	for i, p := range due {
+		ctxs[i], ends[i] = c.startSpan(ctx, p.msg, p.env)
+	}
+	failed := -1
+	var cause error
+	err := c.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		fresh, err := c.record(ctx, tx, due)
+		if err != nil {
+			return err
+		}
+		for i, p := range due {
+			if !fresh[p.env.ID] {
+				continue
+			}
+			// A repeat of the id later in this batch is already applied.
+			delete(fresh, p.env.ID)
+			if err := c.handle(ctxs[i], tx, p.env); err != nil {
+				failed, cause = i, err
+				return err
+			}
+		}
+		return nil
+	})
+	for i, end := range ends {
+		if i == failed {
+			end(cause)
+		} else {
+			end(nil)
+		}
+	}
+	return err
+}
+
+// record inserts the envelope ids of due into consumed_events in one
+// statement and returns the ids that were not there before.
+func (c *Consumer) record(ctx context.Context, tx *sqldb.Tx, due []pending) (map[string]bool, error) {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO consumed_events (consumer, event_id, type, subject, time, processed_at) VALUES `)
+	args := make([]any, 0, 1+len(due)*4+1)
+	args = append(args, c.cfg.Name, tx.Now)
+	seen := make(map[string]bool, len(due))
+	for _, p := range due {
+		if seen[p.env.ID] {
+			continue
+		}
+		seen[p.env.ID] = true
+		n := len(args)
+		if n > 2 {
+			q.WriteString(", ")
+		}
+		fmt.Fprintf(&q, "($1, $%d, $%d, $%d, $%d, $2)", n+1, n+2, n+3, n+4)
+		args = append(args, p.env.ID, p.env.Type, p.env.Subject, sqldb.Timestamp(p.env.Time))
+	}
+	q.WriteString(` ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id`)
+	rows, err := tx.Query(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("record event ids: %w", err)
+	}
+	defer rows.Close()
+	fresh := make(map[string]bool, len(seen))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("record event ids: %w", err)
+		}
+		fresh[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("record event ids: %w", err)
+	}
+	if len(fresh) < len(seen) {
+		c.logger.Debug("events: already applied; skipped", "events", len(seen)-len(fresh))
+	}
+	return fresh, nil
+}
+
+// inProgress tells the server, at half the first back-off, that msgs are
+// still being worked on, until the returned stop is called: a batch's
+// last message waits for the ones before it, and should the batch fall
+// back to one event at a time, for all of them.
+func (c *Consumer) inProgress(msgs []jetstream.Msg) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(c.cfg.Backoff[0]/2, 5*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				for _, msg := range msgs {
+					_ = msg.InProgress()
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
 // process handles one delivery to its end: acknowledged, scheduled for
 // another attempt, or parked.
 func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) {
+	if p, ok := c.settleOrDue(ctx, msg); ok {
+		c.attempt(ctx, p)
+	}
+}
+
+// settleOrDue settles a delivery that needs no attempt (no metadata, not
+// a valid envelope, or a redelivery past MaxAttempts), and otherwise
+// returns it as due.
+func (c *Consumer) settleOrDue(ctx context.Context, msg jetstream.Msg) (pending, bool) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		c.logger.Error("events: message without JetStream metadata", "err", err.Error())
 		_ = msg.Term()
-		return
+		return pending{}, false
 	}
 	deliveries := int(meta.NumDelivered)
 	env, err := events.Decode(msg.Data())
 	if err != nil {
 		c.park(ctx, msg, meta, nil, fmt.Errorf("not a valid envelope: %w", err))
-		return
+		return pending{}, false
 	}
 	if deliveries > c.cfg.MaxAttempts {
 		// Deliveries count more than attempts: messages fetched ahead are
@@ -250,15 +469,22 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) {
 		default:
 			c.park(ctx, msg, meta, &env, fmt.Errorf("delivered %d times without completing: the process died or lost its connection while handling it", deliveries))
 		}
-		return
+		return pending{}, false
 	}
+	return pending{msg: msg, meta: meta, env: env}, true
+}
 
+// attempt applies one due event alone and settles its delivery.
+func (c *Consumer) attempt(ctx context.Context, p pending) {
+	msg, meta, env := p.msg, p.meta, p.env
+	deliveries := int(meta.NumDelivered)
 	ctx, endSpan := c.startSpan(ctx, msg, env)
-	err = c.applyInProgress(ctx, msg, env)
+	err := c.applyInProgress(ctx, msg, env)
 	endSpan(err)
 	var perm permanentError
 	switch {
 	case err == nil:
+		c.committed()
 		if c.cfg.skipAck != nil && c.cfg.skipAck(env) {
 			return
 		}

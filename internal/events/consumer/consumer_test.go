@@ -433,3 +433,84 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Error("nil handler accepted")
 	}
 }
+
+// Events waiting in the stream are applied several to a transaction, each
+// once, and an event that fails inside a batch rolls back only itself:
+// the others of its batch are applied and acknowledged without waiting
+// for its retries.
+func TestBatchAppliedTogetherFailureAlone(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		b := eventstest.Embedded(t)
+		db, js := ready(t, engine, b)
+		const n = 40
+		var all []events.Envelope
+		for range n {
+			all = append(all, envelope("identity.member.joined"))
+		}
+		// The first half waits in the stream before the consumer starts;
+		// the second, with the failing event, follows once it is in.
+		for _, e := range all[:n/2] {
+			publish(t, js, b, e, e.ID)
+		}
+		failing := all[3*n/4]
+
+		var mu sync.Mutex
+		perTx := map[*sqldb.Tx]int{}
+		rolledBack := map[*sqldb.Tx]bool{}
+		failures := 0
+		h := func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
+			if err := recordingHandler(ctx, tx, e); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if e.ID == failing.ID && failures < 2 {
+				failures++
+				rolledBack[tx] = true
+				return errors.New("not yet")
+			}
+			perTx[tx]++
+			return nil
+		}
+		cfg := Config{MaxAttempts: 5, Backoff: []time.Duration{time.Second}}
+		run(t, newConsumer(t, db, js, b, cfg, h, nil))
+		testutil.Eventually(t, 20*time.Second, "the first half applied", func() bool {
+			return count(t, db, `SELECT count(*) FROM applied`) == n/2
+		})
+		for _, e := range all[n/2:] {
+			publish(t, js, b, e, e.ID)
+		}
+
+		// Every other event is in and acknowledged before the failing
+		// one's first redelivery (a second away) has come.
+		testutil.Eventually(t, 900*time.Millisecond, "the others applied", func() bool {
+			return count(t, db, `SELECT count(*) FROM applied`) == n-1
+		})
+		testutil.Eventually(t, 20*time.Second, "the failing one applied on a retry", func() bool {
+			return applications(t, db, failing.ID) == 1
+		})
+		testutil.Eventually(t, 20*time.Second, "nothing pending", func() bool {
+			ci := consumerInfo(t, js, b)
+			return ci.NumAckPending == 0 && ci.NumPending == 0
+		})
+		for _, e := range all {
+			if got := applications(t, db, e.ID); got != 1 {
+				t.Errorf("event %s applied %d times, want once", e.ID, got)
+			}
+		}
+		if got := count(t, db, `SELECT count(*) FROM consumed_events`); got != n {
+			t.Errorf("%d ids recorded, want %d", got, n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		most := 0
+		for tx, k := range perTx {
+			if !rolledBack[tx] {
+				most = max(most, k)
+			}
+		}
+		if most < 2 {
+			t.Errorf("at most %d events committed in one transaction, want batches", most)
+		}
+	})
+}
