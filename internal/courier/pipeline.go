@@ -97,7 +97,7 @@ func (p Pipeline[C, O]) claimLoop(ctx context.Context, work chan<- C, inFlight *
 		claimed, err := p.Claim(ctx, p.Batch)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			p.Logger.Warn(p.What+": claim failed", "error", err.Error())
+			p.Logger.Warn(p.What+": claim failed", "err", err.Error())
 			wait = min(max(wait, p.Poll)*2, 10*time.Second)
 		case len(claimed) > 0:
 			// Work comes in streams: after a claim that found some, look

@@ -2,7 +2,6 @@ package courier_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -68,7 +67,7 @@ func TestPipelineRecordsEachItemOnce(t *testing.T) {
 			return c, c%100 != 7 // the 7s settle themselves
 		},
 		Record: q.record,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), What: "test",
+		Logger: slog.New(slog.DiscardHandler), What: "test",
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -123,7 +122,7 @@ func TestPipelineStopLeavesUnstartedItems(t *testing.T) {
 			return c, true
 		},
 		Record: q.record,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), What: "test",
+		Logger: slog.New(slog.DiscardHandler), What: "test",
 	}
 	done := make(chan struct{})
 	go func() { p.Run(ctx); close(done) }()

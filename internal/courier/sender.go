@@ -193,7 +193,7 @@ func (s *Sender) recordDelivered(ctx context.Context, done []Attempt) {
 	defer cancel()
 	ok, err := s.store.DeliveredAll(ctx, done)
 	if err != nil {
-		s.logger.Error("send loop: recording the deliveries failed", "error", err.Error(), "messages", len(done))
+		s.logger.Error("send loop: recording the deliveries failed", "err", err.Error(), "messages", len(done))
 		return
 	}
 	for i, held := range ok {
@@ -212,7 +212,7 @@ func (s *Sender) deliver(ctx context.Context, c Claimed) (accepted bool) {
 	log := s.logger.With("email_id", c.ID, "attempt_id", c.AttemptID)
 	data, err := s.svc.OpenData(c)
 	if err != nil {
-		log.Error("send loop: template data does not open (was COURIER_SECRET_BOX_KEY changed?)", "error", err.Error())
+		log.Error("send loop: template data does not open (was COURIER_SECRET_BOX_KEY changed?)", "err", err.Error())
 		s.record(ctx, log, func(ctx context.Context) (bool, error) {
 			return s.store.Failed(ctx, c.ID, c.AttemptID, "template data could not be opened")
 		})
@@ -220,7 +220,7 @@ func (s *Sender) deliver(ctx context.Context, c Claimed) (accepted bool) {
 	}
 	r, err := s.renderer.Render(c.Template, data)
 	if err != nil {
-		log.Error("send loop: render failed", "error", err.Error())
+		log.Error("send loop: render failed", "err", err.Error())
 		s.record(ctx, log, func(ctx context.Context) (bool, error) {
 			return s.store.Failed(ctx, c.ID, c.AttemptID, "the message could not be rendered")
 		})
@@ -262,7 +262,7 @@ func (s *Sender) record(ctx context.Context, log *slog.Logger, fn func(ctx conte
 	switch {
 	case err != nil:
 		// The lease will end and the message be tried again.
-		log.Error("send loop: recording the outcome failed", "error", err.Error())
+		log.Error("send loop: recording the outcome failed", "err", err.Error())
 	case !ok:
 		log.Warn("send loop: the attempt lost its lease before its outcome was recorded")
 	}

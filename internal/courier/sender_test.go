@@ -3,7 +3,6 @@ package courier_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -25,7 +24,7 @@ import (
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 type env struct {
 	db     *sqldb.DB

@@ -18,7 +18,7 @@ import (
 	"github.com/platformco/platform/internal/testutil"
 )
 
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // serve runs Serve on a loopback port with env (over baseEnv, with the
 // local adapter) and returns its base URL; it stops with the test.

@@ -40,18 +40,17 @@ func fail(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error
 			return
 		}
 	}
-	trace := httpx.TraceFrom(r.Context()).TraceID
 	if sqldb.IsUnavailable(err) || (errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil) {
-		logger.Warn("database unavailable", "error", err.Error(), "method", r.Method, "path", r.URL.Path, "trace_id", trace)
+		logger.WarnContext(r.Context(), "database unavailable", "err", err.Error(), "method", r.Method, "path", r.URL.Path)
 		w.Header().Set("Retry-After", "1")
 		httpx.WriteProblem(w, r, http.StatusServiceUnavailable, courier.CodeUnavailable, "the service is temporarily unavailable; try again shortly", nil)
 		return
 	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-		logger.Info("request abandoned by the client", "path", r.URL.Path, "trace_id", trace)
+		logger.InfoContext(r.Context(), "request abandoned by the client", "path", r.URL.Path)
 		return
 	}
-	logger.Error("internal error", "error", err.Error(), "method", r.Method, "path", r.URL.Path, "trace_id", trace)
+	logger.ErrorContext(r.Context(), "internal error", "err", err.Error(), "method", r.Method, "path", r.URL.Path)
 	internalError(w, r)
 }
 

@@ -99,7 +99,7 @@ func unauthorized() error {
 
 func (c *Client) unavailable(ctx context.Context, call, class string, attrs ...any) error {
 	c.logger.WarnContext(ctx, "identity check failed closed",
-		append([]any{"call", call, "class", class, "trace_id", httpx.TraceFrom(ctx).TraceID}, attrs...)...)
+		append([]any{"call", call, "class", class}, attrs...)...)
 	return errs.New(courier.CodeUnavailable, "the identity service is unavailable; try again shortly")
 }
 

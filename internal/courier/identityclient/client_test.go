@@ -21,7 +21,7 @@ import (
 	"github.com/platformco/platform/internal/sqldb"
 )
 
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // faulty fronts a real identity: it forwards everything, except that the
 // answer to /v1/me and /v1/accounts/… can be replaced by a fault.

@@ -104,7 +104,7 @@ func (b *Mailbox) List() ([]Entry, error) {
 		}
 		var e Entry
 		if err := json.Unmarshal(raw, &e); err != nil {
-			b.logger.Warn("mailbox: unreadable summary", "file", filepath.Base(n), "error", err.Error())
+			b.logger.Warn("mailbox: unreadable summary", "file", filepath.Base(n), "err", err.Error())
 			continue
 		}
 		out = append(out, e)
@@ -123,7 +123,7 @@ func (b *Mailbox) JSON() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		list, err := b.List()
 		if err != nil {
-			b.logger.Error("mailbox: list failed", "error", err.Error())
+			b.logger.Error("mailbox: list failed", "err", err.Error())
 			httpx.WriteProblem(w, r, http.StatusInternalServerError, "internal", "the mailbox could not be read", nil)
 			return
 		}
@@ -154,13 +154,13 @@ func (b *Mailbox) Page() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		list, err := b.List()
 		if err != nil {
-			b.logger.Error("mailbox: list failed", "error", err.Error())
+			b.logger.Error("mailbox: list failed", "err", err.Error())
 			httpx.WriteProblem(w, r, http.StatusInternalServerError, "internal", "the mailbox could not be read", nil)
 			return
 		}
 		var buf bytes.Buffer
 		if err := page.Execute(&buf, list); err != nil {
-			b.logger.Error("mailbox: render failed", "error", err.Error())
+			b.logger.Error("mailbox: render failed", "err", err.Error())
 			httpx.WriteProblem(w, r, http.StatusInternalServerError, "internal", "the mailbox could not be shown", nil)
 			return
 		}

@@ -3,7 +3,6 @@ package localmail_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -23,7 +22,7 @@ func message(id string, at time.Time, html string) courier.Message {
 
 func TestMailboxWritesAndListsNewestFirst(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "mail")
-	box, err := localmail.New(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	box, err := localmail.New(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +72,7 @@ func TestMailboxWritesAndListsNewestFirst(t *testing.T) {
 }
 
 func TestMailboxPageCannotBeScriptedByAMessage(t *testing.T) {
-	box, err := localmail.New(t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	box, err := localmail.New(t.TempDir(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

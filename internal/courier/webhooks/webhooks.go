@@ -71,7 +71,7 @@ func Consume(ctx context.Context, db *sqldb.DB, eventsURL string, committed func
 		if err == nil {
 			return c.Run(ctx)
 		}
-		logger.Warn("webhooks: cannot reach the event stream yet; retrying", "error", err.Error())
+		logger.Warn("webhooks: cannot reach the event stream yet; retrying", "err", err.Error())
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -246,7 +246,7 @@ func (d *Deliverer) record(ctx context.Context, outcomes []courier.AttemptOutcom
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := d.store.RecordAttempts(rctx, outcomes); err != nil {
-		d.logger.Error("webhooks: recording the attempts failed; they are made again when their leases end", "error", err.Error(), "attempts", len(outcomes))
+		d.logger.Error("webhooks: recording the attempts failed; they are made again when their leases end", "err", err.Error(), "attempts", len(outcomes))
 	}
 }
 
@@ -289,7 +289,7 @@ func (d *Deliverer) attempt(ctx context.Context, c courier.ClaimedDelivery) cour
 	}
 	if !ok {
 		d.logger.Info("webhooks: attempt failed", "delivery_id", c.ID, "endpoint_id", c.EndpointID, "event_id", c.EventID,
-			"status", a.StatusCode, "error", a.Error, "attempt", c.Attempts, "retry", next != nil)
+			"status", a.StatusCode, "err", a.Error, "attempt", c.Attempts, "retry", next != nil)
 	}
 	return courier.AttemptOutcome{Delivery: c, Attempt: a, OK: ok, Next: next}
 }

@@ -44,7 +44,7 @@ import (
 	"github.com/platformco/platform/internal/testutil"
 )
 
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // fastSchedule retries at once, so tests walk the whole schedule.
 var fastSchedule = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -164,7 +163,7 @@ func newConsumer(t *testing.T, db *sqldb.DB, js jetstream.JetStream, b *eventste
 		cfg.Name = "test-consumer"
 	}
 	if log == nil {
-		log = slog.NewTextHandler(io.Discard, nil)
+		log = slog.DiscardHandler
 	}
 	c, err := New(context.Background(), db, js, cfg, h, slog.New(log))
 	if err != nil {
@@ -425,11 +424,11 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	_, js := eventstest.Connect(t, b)
 	ok := func(context.Context, *sqldb.Tx, events.Envelope) error { return nil }
 	for _, name := range []string{"", "has.dot", "has space", "wild*"} {
-		if _, err := New(context.Background(), db, js, Config{Name: name}, ok, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
+		if _, err := New(context.Background(), db, js, Config{Name: name}, ok, slog.New(slog.DiscardHandler)); err == nil {
 			t.Errorf("name %q accepted", name)
 		}
 	}
-	if _, err := New(context.Background(), db, js, Config{Name: "x"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
+	if _, err := New(context.Background(), db, js, Config{Name: "x"}, nil, slog.New(slog.DiscardHandler)); err == nil {
 		t.Error("nil handler accepted")
 	}
 }
