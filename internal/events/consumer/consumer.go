@@ -502,22 +502,7 @@ func (c *Consumer) attempt(ctx context.Context, p pending) {
 // applyInProgress runs apply while telling the server, at half the first
 // back-off, that the delivery is still being worked on.
 func (c *Consumer) applyInProgress(ctx context.Context, msg jetstream.Msg, env events.Envelope) error {
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(max(c.cfg.Backoff[0]/2, 5*time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
-		}
-	}()
-	defer func() { close(stop); <-done }()
+	defer c.inProgress([]jetstream.Msg{msg})()
 	return c.apply(ctx, env)
 }
 

@@ -1,7 +1,6 @@
 package oidc_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -12,25 +11,6 @@ import (
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
-
-// consented is the request view's consented as seen with session token.
-func (w *world) consented(t *testing.T, id, token string) bool {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, identitytest.Issuer+"/oauth2/requests/"+id, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := w.rp.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var v struct {
-		Consented *bool `json:"consented"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK || v.Consented == nil {
-		t.Fatalf("request view: got %d (%v), want 200 with consented", resp.StatusCode, err)
-	}
-	return *v.Consented
-}
 
 // TestConsentRemembered: once the user allowed an application, a request
 // for scopes the consent covers is answered without a page (resume), as

@@ -17,9 +17,14 @@ import (
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
 
-// signInRequired is the request view's sign_in_required as seen with
-// session token ("" for none).
-func (w *world) signInRequired(t *testing.T, id, token string) bool {
+// requestView is what identity's request view says of request id to a
+// caller with session token ("" for none).
+type requestView struct {
+	SignInRequired *bool `json:"sign_in_required"`
+	Consented      *bool `json:"consented"`
+}
+
+func (w *world) requestView(t *testing.T, id, token string) requestView {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, identitytest.Issuer+"/oauth2/requests/"+id, nil)
 	if token != "" {
@@ -30,13 +35,23 @@ func (w *world) signInRequired(t *testing.T, id, token string) bool {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var v struct {
-		SignInRequired *bool `json:"sign_in_required"`
+	var v requestView
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK || v.SignInRequired == nil || v.Consented == nil {
+		t.Fatalf("request view: got %d (%v), want 200 with sign_in_required and consented", resp.StatusCode, err)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK || v.SignInRequired == nil {
-		t.Fatalf("request view: got %d (%v), want 200 with sign_in_required", resp.StatusCode, err)
-	}
-	return *v.SignInRequired
+	return v
+}
+
+// signInRequired is the request view's sign_in_required.
+func (w *world) signInRequired(t *testing.T, id, token string) bool {
+	t.Helper()
+	return *w.requestView(t, id, token).SignInRequired
+}
+
+// consented is the request view's consented.
+func (w *world) consented(t *testing.T, id, token string) bool {
+	t.Helper()
+	return *w.requestView(t, id, token).Consented
 }
 
 // TestFreshSignIn: prompt=login and max_age make a session that signed in
