@@ -1,10 +1,8 @@
 package observe
 
 import (
-	"encoding/hex"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -85,7 +83,7 @@ func (h *handler) done(r *http.Request, rec *recorder, pattern *string, start ti
 		m.duration.WithLabelValues(rt, method).Observe(time.Since(start).Seconds())
 	}
 	if span != nil {
-		span.SetName(spanName(r.Method, *pattern, rt))
+		span.SetName(spanName(r.Method, rt))
 		span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", rt),
 			attribute.Int("http.response.status_code", status))
 		if status >= 500 {
@@ -95,26 +93,13 @@ func (h *handler) done(r *http.Request, rec *recorder, pattern *string, start ti
 	}
 }
 
-// spanName is "METHOD route". The mux's pattern already reads so when it
-// names the request's method ("GET /v1/accounts/{id}"), and is used as it
-// is rather than built again per request.
-func spanName(method, pattern, rt string) string {
-	if rest, ok := strings.CutPrefix(pattern, method); ok && rest == " "+rt {
-		return pattern
-	}
-	return method + " " + rt
-}
+// spanName is "METHOD route": the method that came (a GET pattern serves
+// HEAD too) and the route pattern without it.
+func spanName(method, rt string) string { return method + " " + rt }
 
-// traceOf is sc as httpx carries it: the three fields slice one string,
-// encoded at once.
+// traceOf is sc as httpx carries it.
 func traceOf(sc trace.SpanContext) httpx.Trace {
-	tid, sid := sc.TraceID(), sc.SpanID()
-	var buf [2 * (len(tid) + len(sid) + 1)]byte
-	hex.Encode(buf[:], tid[:])
-	hex.Encode(buf[2*len(tid):], sid[:])
-	hex.Encode(buf[2*(len(tid)+len(sid)):], []byte{byte(sc.TraceFlags())})
-	s := string(buf[:])
-	return httpx.Trace{TraceID: s[:32], SpanID: s[32:48], Flags: s[48:]}
+	return httpx.Trace{TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String(), Flags: sc.TraceFlags().String()}
 }
 
 // statusClasses are the code label's values, so a request does not build

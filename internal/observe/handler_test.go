@@ -77,7 +77,7 @@ func TestSpanName(t *testing.T) {
 		{"POST", "/v1/things", "POST /v1/things"},
 		{"GET", "", "GET unmatched"},
 	} {
-		if got := spanName(tc.method, tc.pattern, route(tc.pattern)); got != tc.want {
+		if got := spanName(tc.method, route(tc.pattern)); got != tc.want {
 			t.Errorf("spanName(%q, %q) = %q, want %q", tc.method, tc.pattern, got, tc.want)
 		}
 	}

@@ -78,15 +78,9 @@ func (s *statements) Start(ctx context.Context, name string) (context.Context, f
 	var span trace.Span
 	// Only inside a trace: the background loops' polling (outbox claims,
 	// send loops) would otherwise each start a trace of one span.
-	if s.tracer != nil {
-		if parent := trace.SpanFromContext(ctx); parent.SpanContext().IsValid() {
-			// A statement's context is deep (the request's values, the
-			// handler's, the pool's deadline) and the SDK looks the
-			// parent up in it several times; with the parent on top,
-			// each look-up ends at the first layer.
-			ctx, span = s.tracer.Start(trace.ContextWithSpan(ctx, parent), op.span, clientStart...)
-			span.SetAttributes(op.attrs...)
-		}
+	if s.tracer != nil && trace.SpanContextFromContext(ctx).IsValid() {
+		ctx, span = s.tracer.Start(ctx, op.span, clientStart...)
+		span.SetAttributes(op.attrs...)
 	}
 	return ctx, func(err error) {
 		if op.observer != nil {
