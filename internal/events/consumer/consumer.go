@@ -478,9 +478,9 @@ func (c *Consumer) settleOrDue(ctx context.Context, msg jetstream.Msg) (pending,
 func (c *Consumer) attempt(ctx context.Context, p pending) {
 	msg, meta, env := p.msg, p.meta, p.env
 	deliveries := int(meta.NumDelivered)
-	ctx, endSpan := c.startSpan(ctx, msg, env)
-	err := c.applyInProgress(ctx, msg, env)
-	endSpan(err)
+	stop := c.inProgress([]jetstream.Msg{msg})
+	err := c.applyBatch(ctx, []pending{p})
+	stop()
 	var perm permanentError
 	switch {
 	case err == nil:
@@ -497,34 +497,6 @@ func (c *Consumer) attempt(ctx context.Context, p pending) {
 		c.logger.Warn("events: handler failed; will retry", "event_id", env.ID, "type", env.Type,
 			"attempt", deliveries, "retry_in", c.cfg.delay(deliveries).String(), "err", err.Error())
 	}
-}
-
-// applyInProgress runs apply while telling the server, at half the first
-// back-off, that the delivery is still being worked on.
-func (c *Consumer) applyInProgress(ctx context.Context, msg jetstream.Msg, env events.Envelope) error {
-	defer c.inProgress([]jetstream.Msg{msg})()
-	return c.apply(ctx, env)
-}
-
-// apply runs the handler once per envelope id, in one transaction with the
-// id's insert.
-func (c *Consumer) apply(ctx context.Context, env events.Envelope) error {
-	return c.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		res, err := tx.Exec(ctx, `INSERT INTO consumed_events (consumer, event_id, type, subject, time, processed_at)
-			VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (consumer, event_id) DO NOTHING`,
-			c.cfg.Name, env.ID, env.Type, env.Subject, sqldb.Timestamp(env.Time), tx.Now)
-		if err != nil {
-			return fmt.Errorf("record event id: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			c.logger.Debug("events: already applied; skipped", "event_id", env.ID)
-			return nil
-		}
-		return c.handle(ctx, tx, env)
-	})
 }
 
 // ack acknowledges an event whose work is committed. When the ack is lost,
