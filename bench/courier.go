@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ import (
 	"github.com/platformco/platform/internal/courier/smtp"
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/events/embeddednats"
+	"github.com/platformco/platform/internal/ids"
 )
 
 // benchServiceSecret is the harness's service credential at courier
@@ -145,6 +147,10 @@ func (b *bench) startCourier(ctx context.Context, label string, sink *smtpSink, 
 	}
 	for k, v := range env {
 		full[k] = v
+	}
+	if b.cfg.pprofBase > 0 {
+		full["DEBUG_ADDR"] = "127.0.0.1:" + strconv.Itoa(b.cfg.pprofBase+3)
+		fmt.Fprintf(os.Stderr, "bench: courier's profiling endpoint: 127.0.0.1:%d\n", b.cfg.pprofBase+3)
 	}
 	if err := runOnce(ctx, b.p.bin, full, "courier", "migrate"); err != nil {
 		rig.stop()
@@ -441,7 +447,7 @@ func (b *bench) webhook(ctx context.Context) (*Scenario, error) {
 		return nil, err
 	}
 	envelope := func() (string, []byte) {
-		id := uuid.NewString()
+		id := ids.New() // as identity's outbox issues them
 		e := events.Envelope{SpecVersion: "1.0", ID: id, Type: "identity.member.joined", Source: "identity", Subject: owner.AccountID,
 			Time: time.Now().UTC(), Data: json.RawMessage(`{"account_id":"` + owner.AccountID + `","user_id":"` + uuid.NewString() + `","role":"member"}`)}
 		body, err := json.Marshal(e)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/ids"
 )
 
 // Preference categories (notification preferences).
@@ -45,7 +46,7 @@ func (s *Service) Send(ctx context.Context, caller string, req SendRequest) (Ema
 	if err != nil {
 		return Email{}, err
 	}
-	in := NewEmail{ID: uuid.NewString(), Template: req.Template, To: req.To, Locale: "en", RequestedBy: caller}
+	in := NewEmail{ID: ids.New(), Template: req.Template, To: req.To, Locale: "en", RequestedBy: caller}
 	if req.Locale != nil {
 		in.Locale = *req.Locale
 	}

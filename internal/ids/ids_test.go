@@ -45,3 +45,19 @@ func TestValid(t *testing.T) {
 		})
 	}
 }
+
+// New's ids are the platform's spelling and come in order: what makes a
+// table keyed by them grow at its end.
+func TestNewIsValidAndOrdered(t *testing.T) {
+	prev := New()
+	for range 10000 {
+		id := New()
+		if !Valid(id) {
+			t.Fatalf("New() = %q, not in the platform's spelling", id)
+		}
+		if id <= prev {
+			t.Fatalf("New() = %q after %q: not ascending", id, prev)
+		}
+		prev = id
+	}
+}

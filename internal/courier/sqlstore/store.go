@@ -15,6 +15,7 @@ import (
 
 	"github.com/platformco/platform/internal/courier"
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/ids"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -52,7 +53,7 @@ func writeEventsBatch(ctx context.Context, tx *sqldb.Tx, events []courier.Event)
 		}
 		n := len(args)
 		fmt.Fprintf(&q, "($%d, $%d, 'courier', $%d, $1, $%d, $1, $1, $2)", n+1, n+2, n+3, n+4)
-		args = append(args, uuid.NewString(), e.Type, e.Subject, string(data))
+		args = append(args, ids.New(), e.Type, e.Subject, string(data))
 	}
 	if _, err := tx.Exec(ctx, q.String(), args...); err != nil {
 		return fmt.Errorf("outbox: insert %d events: %w", len(events), err)
@@ -169,7 +170,7 @@ func (s *Store) createEmailGrouped(ctx context.Context, in courier.NewEmail, dec
 		INSERT INTO outbox (id, type, source, subject, time, data, created_at, next_attempt_at, traceparent)
 		VALUES ($10, $11, 'courier', $12, $8, $13, $8, $8, $14)`,
 		e.ID, e.Template, e.To, e.Locale, e.RequestedBy, e.Status, data, now, skip,
-		uuid.NewString(), ev.Type, ev.Subject, string(evData), traceparent(ctx))
+		ids.New(), ev.Type, ev.Subject, string(evData), traceparent(ctx))
 	return e, err
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/platformco/platform/internal/courier"
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/events"
+	"github.com/platformco/platform/internal/ids"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -272,7 +273,7 @@ func Enqueue(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, body, status, next_attempt_at, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6, $6)
-			ON CONFLICT (endpoint_id, event_id) DO NOTHING`, uuid.NewString(), id, e.ID, e.Type, string(body), tx.Now); err != nil {
+			ON CONFLICT (endpoint_id, event_id) DO NOTHING`, ids.New(), id, e.ID, e.Type, string(body), tx.Now); err != nil {
 			return err
 		}
 	}

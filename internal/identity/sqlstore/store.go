@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/platformco/platform/internal/identity"
+	"github.com/platformco/platform/internal/ids"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -38,7 +39,7 @@ func writeEvents(ctx context.Context, tx *sqldb.Tx, events ...identity.Event) er
 		_, err = tx.Exec(ctx, `
 			INSERT INTO outbox (id, type, source, subject, time, data, created_at, next_attempt_at, traceparent)
 			VALUES ($1, $2, 'identity', $3, $4, $5, $4, $4, $6)`,
-			uuid.NewString(), e.Type, e.Subject, tx.Now, string(data), traceparent(ctx))
+			ids.New(), e.Type, e.Subject, tx.Now, string(data), traceparent(ctx))
 		if err != nil {
 			return fmt.Errorf("outbox: insert %s: %w", e.Type, err)
 		}
