@@ -103,13 +103,13 @@ func TestAnEventCarriesItsRequestsTraceToTheConsumer(t *testing.T) {
 		}
 		handled := make(chan struct{}, 1)
 		c, err := consumer.New(ctx, env.DB, js, consumer.Config{Name: "trace-test", Types: []string{"identity.user.created"}, TracerProvider: tp},
-			func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
+			consumer.Each(func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
 				select {
 				case handled <- struct{}{}:
 				default:
 				}
 				return nil
-			}, discard())
+			}), discard())
 		if err != nil {
 			t.Fatal(err)
 		}

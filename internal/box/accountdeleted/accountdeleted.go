@@ -46,7 +46,7 @@ type payload struct {
 // field existed) the actor is the publishing service, the envelope's
 // source, as no user is named.
 func Handler(store *sqlstore.Store, logger *slog.Logger) consumer.Handler {
-	return func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
+	return consumer.Each(func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
 		if e.Type != Type {
 			return consumer.Permanent(fmt.Errorf("%s: not an %s event", e.Type, Type))
 		}
@@ -74,7 +74,7 @@ func Handler(store *sqlstore.Store, logger *slog.Logger) consumer.Handler {
 		logger.Info("box: deleted account's entitlements revoked", "event_id", e.ID, "account_id", p.AccountID,
 			"actor", actor, "revoked", len(del.Revoked), "capabilities_voided", del.Voided)
 		return nil
-	}
+	})
 }
 
 // Config says where the consumer reads.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/platformco/platform/internal/courier"
 	"github.com/platformco/platform/internal/errs"
-	"github.com/platformco/platform/internal/events"
+	"github.com/platformco/platform/internal/events/consumer"
 	"github.com/platformco/platform/internal/ids"
 	"github.com/platformco/platform/internal/sqldb"
 )
@@ -235,48 +235,115 @@ func (s *Store) RetryDelivery(ctx context.Context, accountID, endpointID, id str
 }
 
 // Enqueue is the stream consumer's handler: in the consumer's transaction
-// (which has recorded the envelope id), it adds one pending delivery per
-// enabled endpoint of the subject account subscribed to the event's type.
+// (which has recorded the envelope ids), it adds one pending delivery per
+// enabled endpoint of each event's account subscribed to the event's
+// type. Set-wise, as deliveries come by the thousand a second: one read of
+// the endpoints of the batch's accounts, one insert of its deliveries.
 // The UNIQUE (endpoint, event) makes a repeat a no-op.
-func Enqueue(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
-	if !slices.Contains(courier.AccountEventTypes(), e.Type) {
+func Enqueue(ctx context.Context, tx *sqldb.Tx, batch []consumer.Event) error {
+	var accounts []any
+	seen := map[string]bool{}
+	for _, e := range batch {
+		if slices.Contains(courier.AccountEventTypes(), e.Type) && ids.Valid(e.Subject) && !seen[e.Subject] {
+			seen[e.Subject] = true
+			accounts = append(accounts, e.Subject)
+		}
+	}
+	if len(accounts) == 0 {
 		return nil
 	}
-	if _, err := uuid.Parse(e.Subject); err != nil {
-		return nil
+	type endpoint struct {
+		id    string
+		types []string
 	}
-	rows, err := tx.Query(ctx, `SELECT id, event_types FROM webhook_endpoints WHERE account_id = $1 AND NOT disabled`, e.Subject)
+	endpoints := map[string][]endpoint{}
+	rows, err := tx.Query(ctx, `SELECT id, account_id, event_types FROM webhook_endpoints
+		WHERE account_id IN (`+placeholders(1, len(accounts))+`) AND NOT disabled`, accounts...)
 	if err != nil {
 		return err
 	}
-	var targets []string
 	for rows.Next() {
-		var id, types string
-		if err := rows.Scan(&id, &types); err != nil {
+		var id, account, types string
+		if err := rows.Scan(&id, &account, &types); err != nil {
 			rows.Close()
 			return err
 		}
 		var list []string
-		if json.Unmarshal([]byte(types), &list) == nil && slices.Contains(list, e.Type) {
-			targets = append(targets, id)
+		if json.Unmarshal([]byte(types), &list) == nil {
+			endpoints[account] = append(endpoints[account], endpoint{id, list})
 		}
 	}
 	rows.Close()
-	if err := rows.Err(); err != nil || len(targets) == 0 {
+	if err := rows.Err(); err != nil || len(endpoints) == 0 {
 		return err
 	}
-	body, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	for _, id := range targets {
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, body, status, next_attempt_at, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6, $6)
-			ON CONFLICT (endpoint_id, event_id) DO NOTHING`, ids.New(), id, e.ID, e.Type, string(body), tx.Now); err != nil {
-			return err
+	ins := newDeliveryInsert(tx.Now)
+	for _, e := range batch {
+		var body []byte
+		for _, ep := range endpoints[e.Subject] {
+			if !slices.Contains(ep.types, e.Type) {
+				continue
+			}
+			if body == nil {
+				if body, err = json.Marshal(e.Envelope); err != nil {
+					return err
+				}
+			}
+			if err := ins.add(ctx, tx, ep.id, e.ID, e.Type, body); err != nil {
+				return err
+			}
 		}
 	}
+	return ins.flush(ctx, tx)
+}
+
+// deliveryInsert gathers deliveries into multi-row inserts of at most
+// deliveriesPerInsert rows (each row's parameters within both engines'
+// limits).
+type deliveryInsert struct {
+	q    strings.Builder
+	args []any
+	rows int
+}
+
+const deliveriesPerInsert = 500
+
+func newDeliveryInsert(now time.Time) *deliveryInsert {
+	d := &deliveryInsert{}
+	d.reset(now)
+	return d
+}
+
+func (d *deliveryInsert) reset(now time.Time) {
+	d.q.Reset()
+	d.q.WriteString(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, body, status, next_attempt_at, created_at, updated_at) VALUES `)
+	d.args = append(d.args[:0], now)
+	d.rows = 0
+}
+
+func (d *deliveryInsert) add(ctx context.Context, tx *sqldb.Tx, endpointID, eventID, eventType string, body []byte) error {
+	if d.rows > 0 {
+		d.q.WriteString(", ")
+	}
+	n := len(d.args)
+	fmt.Fprintf(&d.q, "($%d, $%d, $%d, $%d, $%d, 'pending', $1, $1, $1)", n+1, n+2, n+3, n+4, n+5)
+	d.args = append(d.args, ids.New(), endpointID, eventID, eventType, string(body))
+	d.rows++
+	if d.rows == deliveriesPerInsert {
+		return d.flush(ctx, tx)
+	}
+	return nil
+}
+
+func (d *deliveryInsert) flush(ctx context.Context, tx *sqldb.Tx) error {
+	if d.rows == 0 {
+		return nil
+	}
+	d.q.WriteString(` ON CONFLICT (endpoint_id, event_id) DO NOTHING`)
+	if _, err := tx.Exec(ctx, d.q.String(), d.args...); err != nil {
+		return err
+	}
+	d.reset(tx.Now)
 	return nil
 }
 

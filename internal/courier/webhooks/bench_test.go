@@ -76,12 +76,11 @@ func BenchmarkDeliverer(b *testing.B) {
 			r := newBenchRig(b, engine)
 			for start := 0; start < b.N; start += 500 {
 				if err := r.db.InTx(context.Background(), func(tx *sqldb.Tx) error {
-					for range min(500, b.N-start) {
-						if err := sqlstore.Enqueue(context.Background(), tx, r.envelope()); err != nil {
-							return err
-						}
+					batch := make([]consumer.Event, min(500, b.N-start))
+					for i := range batch {
+						batch[i] = consumer.Event{Ctx: context.Background(), Envelope: r.envelope()}
 					}
-					return nil
+					return sqlstore.Enqueue(context.Background(), tx, batch)
 				}); err != nil {
 					b.Fatal(err)
 				}

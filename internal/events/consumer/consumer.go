@@ -6,8 +6,8 @@
 // stream has ready) and decodes each envelope strictly. Then, in one
 // transaction of the consumer's own database for the whole batch, it
 // inserts the envelope ids into consumed_events (unique per consumer) and
-// runs the handler for each event whose id was not there, and after the
-// commit acknowledges every message of the batch. The insert comes first:
+// runs the handler once for the events whose ids were not there, and after
+// the commit acknowledges every message of the batch. The insert comes first:
 // when an id is already there, the event was applied before (a
 // redelivery after a lost ack, or a publisher's retry outside the
 // stream's duplicate window), so its message is acknowledged and skipped.
@@ -65,12 +65,36 @@ import (
 	"github.com/platformco/platform/internal/sqldb"
 )
 
-// Handler applies one event inside the consumer's transaction, which may
-// hold other events of the same batch before and after it. Returning an
-// error rolls the transaction back; the event is retried (alone, the
-// others of its batch applied without it), or parked when the error is
-// Permanent or the attempts are spent.
-type Handler func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error
+// Event is one event of the batch a Handler applies: its envelope, and the
+// context of its own span (continuing the publisher's trace), under which
+// the statements made for it alone belong.
+type Event struct {
+	Ctx context.Context
+	events.Envelope
+}
+
+// Handler applies a batch of events, in the stream's order, inside the
+// consumer's transaction, which has recorded their ids: each event is
+// fresh and in the batch once. A handler whose work is the same for every
+// event does it set-wise (a statement for the batch, not one per event);
+// one whose work is per event is Each of a function of one event.
+// Returning an error rolls the transaction back; each event of the batch
+// is applied again alone (a batch of one), then retried after a back-off,
+// or parked when the error is Permanent or the attempts are spent.
+type Handler func(ctx context.Context, tx *sqldb.Tx, batch []Event) error
+
+// Each is the Handler that applies a batch's events one by one with h,
+// each under its own span.
+func Each(h func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error) Handler {
+	return func(_ context.Context, tx *sqldb.Tx, batch []Event) error {
+		for _, e := range batch {
+			if err := h(e.Ctx, tx, e.Envelope); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
 
 // Config configures a Consumer. Zero fields take the defaults shown.
 type Config struct {
@@ -324,40 +348,37 @@ func (c *Consumer) committed() {
 
 // applyBatch applies due in one transaction: one insert records every
 // envelope id not yet consumed (a copy of an id earlier in the batch is
-// left to that first one), then the handler runs for each fresh event
-// within the span of its own trace.
+// left to that first one), then the handler runs once for the fresh
+// events, each with the span of its own trace. When the transaction
+// fails, every span of the batch ends with its error: each event's work
+// was rolled back.
 func (c *Consumer) applyBatch(ctx context.Context, due []pending) error {
-	ctxs := make([]context.Context, len(due))
+	batch := make([]Event, len(due))
 	ends := make([]func(error), len(due))
 	for i, p := range due {
-		ctxs[i], ends[i] = c.startSpan(ctx, p.msg, p.env)
+		batch[i].Envelope = p.env
+		batch[i].Ctx, ends[i] = c.startSpan(ctx, p.msg, p.env)
 	}
-	failed := -1
-	var cause error
 	err := c.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		fresh, err := c.record(ctx, tx, due)
 		if err != nil {
 			return err
 		}
-		for i, p := range due {
-			if !fresh[p.env.ID] {
-				continue
-			}
-			// A repeat of the id later in this batch is already applied.
-			delete(fresh, p.env.ID)
-			if err := c.handle(ctxs[i], tx, p.env); err != nil {
-				failed, cause = i, err
-				return err
+		apply := make([]Event, 0, len(fresh))
+		for _, e := range batch {
+			if fresh[e.ID] {
+				// A repeat of the id later in this batch is applied here.
+				delete(fresh, e.ID)
+				apply = append(apply, e)
 			}
 		}
-		return nil
+		if len(apply) == 0 {
+			return nil
+		}
+		return c.handle(ctx, tx, apply)
 	})
-	for i, end := range ends {
-		if i == failed {
-			end(cause)
-		} else {
-			end(nil)
-		}
+	for _, end := range ends {
+		end(err)
 	}
 	return err
 }

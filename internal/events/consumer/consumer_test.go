@@ -156,7 +156,15 @@ func run(t *testing.T, c *Consumer) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-func newConsumer(t *testing.T, db *sqldb.DB, js jetstream.JetStream, b *eventstest.Broker, cfg Config, h Handler, log slog.Handler) *Consumer {
+// eventHandler is what most tests apply: one event at a time, through Each.
+type eventHandler = func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error
+
+func newConsumer(t *testing.T, db *sqldb.DB, js jetstream.JetStream, b *eventstest.Broker, cfg Config, h eventHandler, log slog.Handler) *Consumer {
+	t.Helper()
+	return newBatchConsumer(t, db, js, b, cfg, Each(h), log)
+}
+
+func newBatchConsumer(t *testing.T, db *sqldb.DB, js jetstream.JetStream, b *eventstest.Broker, cfg Config, h Handler, log slog.Handler) *Consumer {
 	t.Helper()
 	cfg.Stream = b.Stream
 	if cfg.Name == "" {
@@ -396,7 +404,7 @@ func TestConsumersAreIndependent(t *testing.T) {
 
 		var mu sync.Mutex
 		seen := map[string][]string{}
-		handler := func(name string) Handler {
+		handler := func(name string) eventHandler {
 			return func(ctx context.Context, tx *sqldb.Tx, e events.Envelope) error {
 				mu.Lock()
 				defer mu.Unlock()
@@ -422,7 +430,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	b := eventstest.Embedded(t)
 	db := openDB(t, sqldb.SQLite)
 	_, js := eventstest.Connect(t, b)
-	ok := func(context.Context, *sqldb.Tx, events.Envelope) error { return nil }
+	ok := func(context.Context, *sqldb.Tx, []Event) error { return nil }
 	for _, name := range []string{"", "has.dot", "has space", "wild*"} {
 		if _, err := New(context.Background(), db, js, Config{Name: name}, ok, slog.New(slog.DiscardHandler)); err == nil {
 			t.Errorf("name %q accepted", name)
@@ -510,6 +518,75 @@ func TestBatchAppliedTogetherFailureAlone(t *testing.T) {
 		}
 		if most < 2 {
 			t.Errorf("at most %d events committed in one transaction, want batches", most)
+		}
+	})
+}
+
+// A set-wise handler is called once per transaction with that batch's
+// fresh events, in the stream's order, each once: a copy of an envelope
+// in the same batch and one applied before are left out.
+func TestBatchHandlerGetsFreshEventsInOrder(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		b := eventstest.Embedded(t)
+		db, js := ready(t, engine, b)
+		const n = 30
+		var all []events.Envelope
+		order := map[string]int{}
+		for i := range n {
+			e := envelope("identity.member.joined")
+			all = append(all, e)
+			order[e.ID] = i
+			publish(t, js, b, e, e.ID)
+		}
+		// The same envelope again under another message id, so the
+		// stream keeps both copies, and once more after the first round.
+		publish(t, js, b, all[5], "copy-1")
+
+		var mu sync.Mutex
+		var calls [][]string
+		h := func(ctx context.Context, tx *sqldb.Tx, batch []Event) error {
+			var got []string
+			for _, e := range batch {
+				if err := recordingHandler(e.Ctx, tx, e.Envelope); err != nil {
+					return err
+				}
+				got = append(got, e.ID)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, got)
+			return nil
+		}
+		run(t, newBatchConsumer(t, db, js, b, Config{}, h, nil))
+		testutil.Eventually(t, 20*time.Second, "every event applied", func() bool {
+			return count(t, db, `SELECT count(*) FROM applied`) == n
+		})
+		publish(t, js, b, all[7], "copy-2")
+		testutil.Eventually(t, 20*time.Second, "nothing pending", func() bool {
+			ci := consumerInfo(t, js, b)
+			return ci.NumAckPending == 0 && ci.NumPending == 0
+		})
+		for _, e := range all {
+			if got := applications(t, db, e.ID); got != 1 {
+				t.Errorf("event %s applied %d times, want once", e.ID, got)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		most := 0
+		for _, ids := range calls {
+			if len(ids) == 0 {
+				t.Error("the handler was called with an empty batch")
+			}
+			most = max(most, len(ids))
+			for i := 1; i < len(ids); i++ {
+				if order[ids[i]] <= order[ids[i-1]] {
+					t.Errorf("batch %v: not in the stream's order", ids)
+				}
+			}
+		}
+		if most < 2 {
+			t.Errorf("at most %d events in one call, want batches", most)
 		}
 	})
 }
