@@ -327,12 +327,28 @@ type Tx struct {
 	// Now is when the transaction began, in UTC, at microsecond precision
 	// (what PostgreSQL keeps), so both engines store identical instants.
 	Now time.Time
+
+	afterCommit []func()
 }
+
+// AfterCommit has f run once the transaction has committed, never when it
+// rolls back: what tells of the work (a log line, a wake-up of a loop
+// that reads what it wrote) happens only when the work happened.
+func (tx *Tx) AfterCommit(f func()) { tx.afterCommit = append(tx.afterCommit, f) }
 
 // InTx runs fn in a transaction, committing when fn returns nil and rolling
 // back otherwise (or when fn panics). The whole transaction, its wait for
 // SQLite's write slot included, is one call under the pool's deadline.
 func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	var committed *Tx
+	defer func() {
+		// Last of all, when SQLite's write slot is free again.
+		if committed != nil {
+			for _, f := range committed.afterCommit {
+				f()
+			}
+		}
+	}()
 	if db.Observer != nil {
 		var done func(error)
 		ctx, done = db.observe(ctx)
@@ -372,6 +388,7 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 	if err = sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	committed = tx
 	return nil
 }
 

@@ -71,8 +71,11 @@ func Handler(store *sqlstore.Store, logger *slog.Logger) consumer.Handler {
 		if err != nil {
 			return err
 		}
-		logger.Info("box: deleted account's entitlements revoked", "event_id", e.ID, "account_id", p.AccountID,
-			"actor", actor, "revoked", len(del.Revoked), "capabilities_voided", del.Voided)
+		// Told once it is so: a batch that rolls back is applied again.
+		tx.AfterCommit(func() {
+			logger.InfoContext(ctx, "box: deleted account's entitlements revoked", "event_id", e.ID, "account_id", p.AccountID,
+				"actor", actor, "revoked", len(del.Revoked), "capabilities_voided", del.Voided)
+		})
 		return nil
 	})
 }
