@@ -9,20 +9,6 @@ import (
 	"github.com/platformco/platform/internal/sqldb"
 )
 
-func preferencesByAddress(ctx context.Context, tx *sqldb.Tx, address string) (*courier.Preferences, error) {
-	var p courier.Preferences
-	err := tx.QueryRow(ctx, `
-		SELECT product_updates, release_announcements, account_activity FROM preferences WHERE address = $1`,
-		courier.NormalizeAddress(address)).Scan(&p.ProductUpdates, &p.ReleaseAnnouncements, &p.AccountActivity)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &p, nil
-}
-
 // Preferences implements courier.Store.
 func (s *Store) Preferences(ctx context.Context, userID string) (courier.Preferences, error) {
 	p := courier.DefaultPreferences()

@@ -68,82 +68,23 @@ func addHistory(ctx context.Context, tx *sqldb.Tx, emailID, status, detail strin
 	return err
 }
 
-// CreateEmail implements courier.Store. On SQLite, one transaction reads
-// the address's suppressions and preferences and writes the message, its
-// history and its event. On PostgreSQL, whose transactions read committed
-// rows only, reading in the transaction guaranteed nothing more than
-// reading just before it: so the reads are one query, and the writes one
-// statement (a WITH of the three inserts) through sqldb's group commit,
-// which shares commits (and the round trips of a pipeline) among the
-// requests that arrive together; a transaction of seven round trips and
-// a commit each bounded the accept path there.
+// CreateEmail implements courier.Store: one query reads the address's
+// suppressions and preferences, and one statement writes the message, its
+// history and its event, through sqldb's group commit, which shares a
+// transaction and its commit (on PostgreSQL, the round trips of a
+// pipeline too) among the requests that arrive together. A transaction of
+// its own for each request bounded the accept path on both engines: on
+// SQLite every commit appends the pages it changed to the log, so N
+// requests wrote the same table and index pages N times. Reading before
+// the write rather than in its transaction changes nothing a caller can
+// tell: a suppression or preference recorded while the request is
+// accepted may apply or not either way (on PostgreSQL, whose transactions
+// read committed rows, reading inside guaranteed no more).
 func (s *Store) CreateEmail(ctx context.Context, in courier.NewEmail, decide func(reasons []string, prefs *courier.Preferences) string) (courier.Email, error) {
-	if s.db.Engine == sqldb.Postgres {
-		return s.createEmailGrouped(ctx, in, decide)
-	}
 	e := courier.Email{ID: in.ID, Template: in.Template, To: in.To, Locale: in.Locale, RequestedBy: in.RequestedBy}
-	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
-		e.CreatedAt, e.UpdatedAt = tx.Now, tx.Now
-		reasons, err := suppressionReasons(ctx, tx, in.To)
-		if err != nil {
-			return err
-		}
-		prefs, err := preferencesByAddress(ctx, tx, in.To)
-		if err != nil {
-			return err
-		}
-		skip := decide(reasons, prefs)
-		e.Status = courier.StatusQueued
-		data := in.SealedData
-		if skip != "" {
-			e.Status, data = courier.StatusSuppressed, nil
-		}
-		_, err = tx.Exec(ctx, `
-			INSERT INTO emails (id, template, recipient, locale, requested_by, status, data_sealed,
-				next_attempt_at, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $8)`,
-			e.ID, e.Template, e.To, e.Locale, e.RequestedBy, e.Status, data, tx.Now)
-		if err != nil {
-			return err
-		}
-		if err := addHistory(ctx, tx, e.ID, e.Status, skip, nil); err != nil {
-			return err
-		}
-		e.History = []courier.StatusChange{{Status: e.Status, At: tx.Now, Detail: skip}}
-		return writeEvents(ctx, tx, createdEvent(e, skip))
-	})
-	return e, err
-}
-
-func createdEvent(e courier.Email, skip string) courier.Event {
-	if skip != "" {
-		return courier.SuppressedEvent(e.To, e.Template, skip)
-	}
-	return courier.QueuedEvent(e)
-}
-
-// createEmailGrouped is CreateEmail on PostgreSQL.
-func (s *Store) createEmailGrouped(ctx context.Context, in courier.NewEmail, decide func(reasons []string, prefs *courier.Preferences) string) (courier.Email, error) {
-	e := courier.Email{ID: in.ID, Template: in.Template, To: in.To, Locale: in.Locale, RequestedBy: in.RequestedBy}
-	var reasons []string
-	var prefs *courier.Preferences
-	var p courier.Preferences
-	var found bool
-	var joined sql.NullString
-	addr := courier.NormalizeAddress(in.To)
-	err := s.db.QueryRow(ctx, `
-		SELECT (SELECT string_agg(reason, ',') FROM suppressions WHERE address = $1),
-			p.product_updates IS NOT NULL, coalesce(p.product_updates, true), coalesce(p.release_announcements, true), coalesce(p.account_activity, true)
-		FROM (SELECT 1) one LEFT JOIN preferences p ON p.address = $1`, addr).
-		Scan(&joined, &found, &p.ProductUpdates, &p.ReleaseAnnouncements, &p.AccountActivity)
+	reasons, prefs, err := s.recipientState(ctx, in.To)
 	if err != nil {
 		return e, err
-	}
-	if joined.Valid {
-		reasons = strings.Split(joined.String, ",")
-	}
-	if found {
-		prefs = &p
 	}
 	skip := decide(reasons, prefs)
 	e.Status = courier.StatusQueued
@@ -159,7 +100,19 @@ func (s *Store) createEmailGrouped(ctx context.Context, in courier.NewEmail, dec
 	if err != nil {
 		return e, fmt.Errorf("outbox: encode %s: %w", ev.Type, err)
 	}
-	_, err = s.db.Write(ctx, `
+	_, err = s.db.Write(ctx, s.acceptStatement(),
+		e.ID, e.Template, e.To, e.Locale, e.RequestedBy, e.Status, data, now, skip,
+		ids.New(), ev.Type, ev.Subject, string(evData), traceparent(ctx))
+	return e, err
+}
+
+// acceptStatement writes an accepted message, its history entry and its
+// event in one statement: a data-modifying WITH on PostgreSQL, an insert
+// into the email_acceptances view on SQLite, whose trigger writes the
+// three rows.
+func (s *Store) acceptStatement() string {
+	if s.db.Engine == sqldb.Postgres {
+		return `
 		WITH email AS (
 			INSERT INTO emails (id, template, recipient, locale, requested_by, status, data_sealed,
 				next_attempt_at, created_at, updated_at)
@@ -168,27 +121,47 @@ func (s *Store) createEmailGrouped(ctx context.Context, in courier.NewEmail, dec
 			INSERT INTO email_history (email_id, status, detail, attempt_id, at) VALUES ($1, $6, $9, NULL, $8)
 		)
 		INSERT INTO outbox (id, type, source, subject, time, data, created_at, next_attempt_at, traceparent)
-		VALUES ($10, $11, 'courier', $12, $8, $13, $8, $8, $14)`,
-		e.ID, e.Template, e.To, e.Locale, e.RequestedBy, e.Status, data, now, skip,
-		ids.New(), ev.Type, ev.Subject, string(evData), traceparent(ctx))
-	return e, err
+		VALUES ($10, $11, 'courier', $12, $8, $13, $8, $8, $14)`
+	}
+	return `
+		INSERT INTO email_acceptances (id, template, recipient, locale, requested_by, status, data_sealed, at, detail,
+			event_id, event_type, event_subject, event_data, traceparent)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 }
 
-func suppressionReasons(ctx context.Context, tx *sqldb.Tx, address string) ([]string, error) {
-	rows, err := tx.Query(ctx, `SELECT reason FROM suppressions WHERE address = $1`, courier.NormalizeAddress(address))
+// recipientState reads the suppression reasons that hold for address and
+// the preferences recorded for it (nil when none), in one query.
+func (s *Store) recipientState(ctx context.Context, address string) ([]string, *courier.Preferences, error) {
+	agg := "group_concat"
+	if s.db.Engine == sqldb.Postgres {
+		agg = "string_agg"
+	}
+	var p courier.Preferences
+	var found bool
+	var joined sql.NullString
+	err := s.db.QueryRow(ctx, `
+		SELECT (SELECT `+agg+`(reason, ',') FROM suppressions WHERE address = $1),
+			p.product_updates IS NOT NULL, coalesce(p.product_updates, true), coalesce(p.release_announcements, true), coalesce(p.account_activity, true)
+		FROM (SELECT 1) one LEFT JOIN preferences p ON p.address = $1`, courier.NormalizeAddress(address)).
+		Scan(&joined, &found, &p.ProductUpdates, &p.ReleaseAnnouncements, &p.AccountActivity)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer rows.Close()
 	var reasons []string
-	for rows.Next() {
-		var r string
-		if err := rows.Scan(&r); err != nil {
-			return nil, err
-		}
-		reasons = append(reasons, r)
+	if joined.Valid {
+		reasons = strings.Split(joined.String, ",")
 	}
-	return reasons, rows.Err()
+	if !found {
+		return reasons, nil, nil
+	}
+	return reasons, &p, nil
+}
+
+func createdEvent(e courier.Email, skip string) courier.Event {
+	if skip != "" {
+		return courier.SuppressedEvent(e.To, e.Template, skip)
+	}
+	return courier.QueuedEvent(e)
 }
 
 // Email implements courier.Store.
@@ -336,8 +309,7 @@ func finish(ctx context.Context, tx *sqldb.Tx, id, attemptID, status string) (te
 // DeliveredAll implements courier.Store: one transaction for a batch, as
 // every transaction waits its turn for SQLite's one writer, and three
 // statements for it (the messages, their history, their events), as each
-// is a round trip on PostgreSQL. Attempt ids are unique to one message,
-// so they alone select the messages whose lease they still hold.
+// is a round trip on PostgreSQL.
 func (s *Store) DeliveredAll(ctx context.Context, attempts []courier.Attempt) ([]bool, error) {
 	ok := make([]bool, len(attempts))
 	if len(attempts) == 0 {
@@ -345,18 +317,25 @@ func (s *Store) DeliveredAll(ctx context.Context, attempts []courier.Attempt) ([
 	}
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		clear(ok)
-		args := []any{courier.StatusDelivered, tx.Now}
-		var in strings.Builder
+		args := make([]any, 2, 2+2*len(attempts))
+		args[0], args[1] = courier.StatusDelivered, tx.Now
+		var idIn, attemptIn strings.Builder
 		for i, a := range attempts {
 			if i > 0 {
-				in.WriteString(", ")
+				idIn.WriteString(", ")
+				attemptIn.WriteString(", ")
 			}
-			fmt.Fprintf(&in, "$%d", len(args)+1)
-			args = append(args, a.AttemptID)
+			n := len(args)
+			fmt.Fprintf(&idIn, "$%d", n+1)
+			fmt.Fprintf(&attemptIn, "$%d", n+2)
+			args = append(args, a.ID, a.AttemptID)
 		}
+		// The ids find the rows by their key; the attempt ids (unique to a
+		// message) keep those whose lease the attempt still holds. By
+		// attempt id alone the update walked every queued message.
 		rows, err := tx.Query(ctx, `
 			UPDATE emails SET status = $1, data_sealed = NULL, updated_at = $2
-			WHERE status = 'queued' AND attempt_id IN (`+in.String()+`)
+			WHERE id IN (`+idIn.String()+`) AND attempt_id IN (`+attemptIn.String()+`) AND status = 'queued'
 			RETURNING id, attempt_id, template, recipient, attempts`, args...)
 		if err != nil {
 			return err
