@@ -79,8 +79,7 @@ func (h *handler) done(r *http.Request, rec *recorder, pattern *string, start ti
 		if !ok {
 			method = "other"
 		}
-		m.requests.WithLabelValues(rt, method, statusClass(status)).Inc()
-		m.duration.WithLabelValues(rt, method).Observe(time.Since(start).Seconds())
+		m.served(rt, method, status, time.Since(start))
 	}
 	if span != nil {
 		span.SetName(spanName(r.Method, rt))

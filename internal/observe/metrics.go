@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +31,50 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
+	// series holds each route and method's request series, so a request
+	// finds them with one map read instead of a label lookup per metric
+	// (hashing, validating and locking its label values each time).
+	series sync.Map // routeKey → *routeSeries
+}
+
+type routeKey struct{ route, method string }
+
+// routeSeries are one route and method's series: the duration histogram's
+// and, created as their first request comes, the counter of each status
+// class (a class never served exports no series).
+type routeSeries struct {
+	duration prometheus.Observer
+	requests [len(statusClasses)]atomic.Pointer[counter]
+}
+
+type counter struct{ prometheus.Counter }
+
+// routeSeries returns route and method's series.
+func (m *Metrics) routeSeries(route, method string) *routeSeries {
+	k := routeKey{route, method}
+	if s, ok := m.series.Load(k); ok {
+		return s.(*routeSeries)
+	}
+	s, _ := m.series.LoadOrStore(k, &routeSeries{duration: m.duration.WithLabelValues(route, method)})
+	return s.(*routeSeries)
+}
+
+// served counts a request of route and method answered with status and
+// times it.
+func (m *Metrics) served(route, method string, status int, took time.Duration) {
+	s := m.routeSeries(route, method)
+	s.duration.Observe(took.Seconds())
+	c := status / 100
+	if c < 0 || c >= len(s.requests) {
+		m.requests.WithLabelValues(route, method, statusClass(status)).Inc()
+		return
+	}
+	n := s.requests[c].Load()
+	if n == nil {
+		s.requests[c].CompareAndSwap(nil, &counter{m.requests.WithLabelValues(route, method, statusClasses[c])})
+		n = s.requests[c].Load()
+	}
+	n.Inc()
 }
 
 // New returns service's metrics: its own registry (so several services in

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,47 @@ func TestMetricsLabelRequestsByRoutePatternNotRawPath(t *testing.T) {
 	}
 	if got := labelValues(fams["platform_build_info"], "version"); len(got) != 1 {
 		t.Errorf("build info versions: got %v, want one", got)
+	}
+}
+
+func TestMetricsCountEachStatusClassOfARouteAndTimeThemAll(t *testing.T) {
+	m := observe.New("box")
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status/{code}", func(w http.ResponseWriter, r *http.Request) {
+		code, err := strconv.Atoi(r.PathValue("code"))
+		if err != nil {
+			t.Errorf("code %q: %v", r.PathValue("code"), err)
+		}
+		w.WriteHeader(code)
+	})
+	h := m.Middleware(httpx.RecordRoute(mux))
+	for _, code := range []string{"200", "404", "204", "999", "200"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/v1/status/"+code, nil))
+	}
+	fams, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		byName[f.GetName()] = f
+	}
+	route := "/v1/status/{code}"
+	reqs := byName["platform_http_requests_total"]
+	for class, want := range map[string]float64{"2xx": 3, "4xx": 1, "9xx": 1, "5xx": 0} {
+		if got := counter(reqs, map[string]string{"route": route, "method": "GET", "code": class}); got != want {
+			t.Errorf("requests %s = %v, want %v", class, got, want)
+		}
+	}
+	if got := labelValues(reqs, "code"); got["5xx"] {
+		t.Errorf("codes %v: a 5xx series without a 5xx served", got)
+	}
+	var timed uint64
+	for _, s := range byName["platform_http_request_duration_seconds"].GetMetric() {
+		timed += s.GetHistogram().GetSampleCount()
+	}
+	if timed != 5 {
+		t.Errorf("%d requests timed, want 5", timed)
 	}
 }
 
