@@ -14,8 +14,8 @@ import (
 // neither the claim's transaction nor the record's leaves the workers
 // idle, as a claim-work-record cycle did: the next batch is claimed while
 // the workers are on the current one, and outcomes are recorded as they
-// finish, in one transaction for as many as finished while the previous
-// one committed (up to a batch). At most two batches are claimed and not
+// finish, in one transaction for as many as finish within Gather of the
+// first (up to a batch). At most two batches are claimed and not
 // yet recorded. A process that dies leaves what it claimed to be claimed
 // again when the leases end; on a stop, items not yet started are left
 // the same way, and outcomes already known are still recorded.
@@ -28,6 +28,11 @@ type Pipeline[C, O any] struct {
 	Poll, BusyPoll time.Duration
 	// Wake, when it receives, ends a pause at once (new work committed).
 	Wake <-chan struct{}
+	// Gather is how long a record waits for more outcomes, from its first,
+	// while it holds less than a batch: a commit costs the same for one
+	// outcome as for fifty, and a record of the few that finished during
+	// the last commit paid it for each few.
+	Gather time.Duration
 	// Claim leases up to limit due items.
 	Claim func(ctx context.Context, limit int) ([]C, error)
 	// Work does one item; it may record a rare outcome itself and return
@@ -40,6 +45,10 @@ type Pipeline[C, O any] struct {
 	// What names the loop in its log lines.
 	What string
 }
+
+// RecordGather is the delivery loops' Pipeline.Gather: a few milliseconds
+// on a status nobody waits for, against a commit for every few outcomes.
+const RecordGather = 5 * time.Millisecond
 
 // Run runs the pipeline until ctx is done.
 func (p Pipeline[C, O]) Run(ctx context.Context) {
@@ -124,12 +133,15 @@ func (p Pipeline[C, O]) claimLoop(ctx context.Context, work chan<- C, inFlight *
 }
 
 // recordLoop records outcomes as they come, in one transaction for each
-// run of them that finished while the previous transaction ran.
+// run of them that finished within Gather of its first.
 func (p Pipeline[C, O]) recordLoop(ctx context.Context, done <-chan O, settled func(int)) {
 	batch := make([]O, 0, p.Batch)
 	rctx := context.WithoutCancel(ctx)
+	gather := time.NewTimer(0)
+	<-gather.C
 	for o := range done {
 		batch = append(batch[:0], o)
+		gather.Reset(p.Gather)
 	more:
 		for len(batch) < p.Batch {
 			select {
@@ -138,10 +150,11 @@ func (p Pipeline[C, O]) recordLoop(ctx context.Context, done <-chan O, settled f
 					break more
 				}
 				batch = append(batch, o)
-			default:
+			case <-gather.C:
 				break more
 			}
 		}
+		gather.Stop()
 		p.Record(rctx, batch)
 		settled(len(batch))
 	}

@@ -136,3 +136,36 @@ func TestPipelineStopLeavesUnstartedItems(t *testing.T) {
 		t.Errorf("%d items worked on and %d recorded after the stop, want only the one in hand (1, 1)", worked, q.count())
 	}
 }
+
+// Outcomes that finish one after another within Gather of the first share
+// one record, though each finishes after the record loop took the one
+// before: the few that finish during a commit do not each pay for one.
+func TestPipelineGathersOutcomesIntoOneRecord(t *testing.T) {
+	q := &queue{recorded: map[int]int{}}
+	for i := range 10 {
+		q.add(i)
+	}
+	p := courier.Pipeline[int, int]{
+		Batch: 50, Workers: 1, Poll: time.Hour, BusyPoll: time.Hour, Gather: 5 * time.Second,
+		Claim: q.claim,
+		Work: func(_ context.Context, c int) (int, bool) {
+			time.Sleep(2 * time.Millisecond) // one at a time, spaced
+			return c, true
+		},
+		Record: q.record,
+		Logger: slog.New(slog.DiscardHandler), What: "test",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	// The tenth outcome is in the record loop's hands well within the 5 s;
+	// a stop then records what it gathered at once.
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	<-done
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.recorded) != 10 || q.records != 1 {
+		t.Errorf("%d outcomes in %d records, want 10 in one", len(q.recorded), q.records)
+	}
+}

@@ -134,7 +134,7 @@ func NewSender(svc *Service, renderer *Renderer, mailer Mailer, opts SenderOptio
 // and retried.
 func (s *Sender) Run(ctx context.Context) {
 	Pipeline[Claimed, Attempt]{
-		Batch: s.opts.Batch, Workers: s.opts.Workers, Poll: s.opts.Poll, BusyPoll: BusyPoll, Wake: s.svc.queued,
+		Batch: s.opts.Batch, Workers: s.opts.Workers, Poll: s.opts.Poll, BusyPoll: BusyPoll, Gather: RecordGather, Wake: s.svc.queued,
 		Claim: func(ctx context.Context, limit int) ([]Claimed, error) {
 			return s.store.ClaimDue(ctx, limit, s.opts.Lease)
 		},

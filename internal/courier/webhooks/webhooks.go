@@ -228,7 +228,7 @@ func NewDeliverer(store courier.WebhookStore, hooks *courier.Webhooks, client *h
 // as they finish.
 func (d *Deliverer) Run(ctx context.Context) {
 	courier.Pipeline[courier.ClaimedDelivery, courier.AttemptOutcome]{
-		Batch: d.opts.Batch, Workers: d.opts.Workers, Poll: d.opts.Poll, BusyPoll: BusyPoll, Wake: d.kick,
+		Batch: d.opts.Batch, Workers: d.opts.Workers, Poll: d.opts.Poll, BusyPoll: BusyPoll, Gather: courier.RecordGather, Wake: d.kick,
 		Claim: func(ctx context.Context, limit int) ([]courier.ClaimedDelivery, error) {
 			return d.store.ClaimDeliveries(ctx, limit, d.opts.Lease)
 		},
