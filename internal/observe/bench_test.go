@@ -112,7 +112,7 @@ func readServer(b *testing.B, engine sqldb.Engine, observed string) (http.Handle
 		}
 		if observed != "metrics" {
 			var err error
-			tracing, stop, err = observe.StartTracing(ctx, "identity", "set")
+			tracing, stop, err = observe.StartTracing(ctx, "identity", "set", 0)
 			if err != nil {
 				b.Fatal(err)
 			}

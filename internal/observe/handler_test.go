@@ -112,7 +112,7 @@ func TestStartTracingHonoursOTELTracesSampler(t *testing.T) {
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
 	global := otel.GetTracerProvider()
 	defer otel.SetTracerProvider(global)
-	tr, stop, err := StartTracing(context.Background(), "box", "http://127.0.0.1:1")
+	tr, stop, err := StartTracing(context.Background(), "box", "http://127.0.0.1:1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,12 @@ func TestTelemetryRulesHoldWhereEmbedded(t *testing.T) {
 	if err := config.Load(context.Background(), func(k string) string { return env[k] }, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.DebugAddr != "127.0.0.1:6060" || cfg.MetricsAddr != ":9090" {
-		t.Errorf("config = %+v, want the embedded fields read", cfg)
+	if cfg.DebugAddr != "127.0.0.1:6060" || cfg.MetricsAddr != ":9090" || cfg.SpanQueue != 8192 {
+		t.Errorf("config = %+v, want the embedded fields read, the span queue's default", cfg)
+	}
+	env["OTEL_BSP_MAX_QUEUE_SIZE"] = "0"
+	err = config.Load(context.Background(), func(k string) string { return env[k] }, &cfg)
+	if err == nil || !strings.HasPrefix(err.Error(), "OTEL_BSP_MAX_QUEUE_SIZE:") {
+		t.Fatalf("err = %v, want one naming OTEL_BSP_MAX_QUEUE_SIZE", err)
 	}
 }

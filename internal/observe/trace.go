@@ -33,11 +33,12 @@ var propagator = propagation.TraceContext{}
 // Sampling and batching are the SDK's, from the standard variables:
 // OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (unset: parentbased_always_on,
 // every trace a caller did not decline) and OTEL_BSP_* (unset: batches of
-// 512 spans, sent at the latest every 5 s, 2048 queued). Larger batches
-// were not worth a default of our own: at the bench's 10,000 spans a
-// second an export's fixed cost is a fraction of a percent of a core, the
-// per-span conversion and encoding being the exporter's cost.
-func StartTracing(ctx context.Context, service, endpoint string) (*Tracing, func(context.Context) error, error) {
+// 512 spans, sent at the latest every 5 s), except the queue, queue spans
+// long (Telemetry's OTEL_BSP_MAX_QUEUE_SIZE; 0 leaves the SDK's). Larger
+// batches were not worth a default of our own: at the bench's 10,000
+// spans a second an export's fixed cost is a fraction of a percent of a
+// core, the per-span conversion and encoding being the exporter's cost.
+func StartTracing(ctx context.Context, service, endpoint string, queue int) (*Tracing, func(context.Context) error, error) {
 	if endpoint == "" {
 		return nil, func(context.Context) error { return nil }, nil
 	}
@@ -46,12 +47,19 @@ func StartTracing(ctx context.Context, service, endpoint string) (*Tracing, func
 		return nil, nil, fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
+		sdktrace.WithBatcher(exp, batchOptions(queue)...),
 		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(service))),
 	)
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagator)
 	return NewTracing(tp), tp.Shutdown, nil
+}
+
+func batchOptions(queue int) []sdktrace.BatchSpanProcessorOption {
+	if queue <= 0 {
+		return nil
+	}
+	return []sdktrace.BatchSpanProcessorOption{sdktrace.WithMaxQueueSize(queue)}
 }
 
 // Tracing starts a service's spans.

@@ -9,9 +9,13 @@ import (
 
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/observe"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// defaultTelemetry is what Telemetry holds with none of its variables set.
+var defaultTelemetry = observe.Telemetry{SpanQueue: 8192}
 
 func TestConfig(t *testing.T) {
 	tests := []struct {
@@ -21,11 +25,11 @@ func TestConfig(t *testing.T) {
 		wantErr string
 	}{
 		{"Defaults", map[string]string{"PARLOR_API_URL": "http://127.0.0.1:8080/"},
-			Config{Port: 3000, APIURL: "http://127.0.0.1:8080", APITimeout: 5 * time.Second}, ""},
+			Config{Port: 3000, APIURL: "http://127.0.0.1:8080", APITimeout: 5 * time.Second, Telemetry: defaultTelemetry}, ""},
 		{"Everything", map[string]string{"PARLOR_API_URL": "https://api.example.com", "PORT": "8085", "PARLOR_API_TIMEOUT": "2s"},
-			Config{Port: 8085, APIURL: "https://api.example.com", APITimeout: 2 * time.Second}, ""},
+			Config{Port: 8085, APIURL: "https://api.example.com", APITimeout: 2 * time.Second, Telemetry: defaultTelemetry}, ""},
 		{"BlankPortIsDefault", map[string]string{"PARLOR_API_URL": "http://gw", "PORT": "  "},
-			Config{Port: 3000, APIURL: "http://gw", APITimeout: 5 * time.Second}, ""},
+			Config{Port: 3000, APIURL: "http://gw", APITimeout: 5 * time.Second, Telemetry: defaultTelemetry}, ""},
 		{"ErrAPIURLMissing", map[string]string{}, Config{}, "PARLOR_API_URL: is required"},
 		{"ErrAPIURLNotHTTP", map[string]string{"PARLOR_API_URL": "ftp://gw"}, Config{}, "PARLOR_API_URL: must be an absolute http(s) URL"},
 		{"ErrAPIURLRelative", map[string]string{"PARLOR_API_URL": "gateway:8080"}, Config{}, "PARLOR_API_URL: must be an absolute http(s) URL"},
