@@ -122,6 +122,21 @@ func applications(t *testing.T, db *sqldb.DB, id string) int {
 	return count(t, db, `SELECT count(*) FROM applied WHERE event_id = $1`, id)
 }
 
+// settledOnce waits until the consumer has nothing pending or unacknowledged,
+// then checks that each of all was applied exactly once.
+func settledOnce(t *testing.T, db *sqldb.DB, js jetstream.JetStream, b *eventstest.Broker, all []events.Envelope) {
+	t.Helper()
+	testutil.Eventually(t, 20*time.Second, "nothing pending", func() bool {
+		ci := consumerInfo(t, js, b)
+		return ci.NumAckPending == 0 && ci.NumPending == 0
+	})
+	for _, e := range all {
+		if got := applications(t, db, e.ID); got != 1 {
+			t.Errorf("event %s applied %d times, want once", e.ID, got)
+		}
+	}
+}
+
 func count(t *testing.T, db *sqldb.DB, q string, args ...any) int {
 	t.Helper()
 	var n int
@@ -496,15 +511,7 @@ func TestBatchAppliedTogetherFailureAlone(t *testing.T) {
 		testutil.Eventually(t, 20*time.Second, "the failing one applied on a retry", func() bool {
 			return applications(t, db, failing.ID) == 1
 		})
-		testutil.Eventually(t, 20*time.Second, "nothing pending", func() bool {
-			ci := consumerInfo(t, js, b)
-			return ci.NumAckPending == 0 && ci.NumPending == 0
-		})
-		for _, e := range all {
-			if got := applications(t, db, e.ID); got != 1 {
-				t.Errorf("event %s applied %d times, want once", e.ID, got)
-			}
-		}
+		settledOnce(t, db, js, b, all)
 		if got := count(t, db, `SELECT count(*) FROM consumed_events`); got != n {
 			t.Errorf("%d ids recorded, want %d", got, n)
 		}
@@ -562,15 +569,7 @@ func TestBatchHandlerGetsFreshEventsInOrder(t *testing.T) {
 			return count(t, db, `SELECT count(*) FROM applied`) == n
 		})
 		publish(t, js, b, all[7], "copy-2")
-		testutil.Eventually(t, 20*time.Second, "nothing pending", func() bool {
-			ci := consumerInfo(t, js, b)
-			return ci.NumAckPending == 0 && ci.NumPending == 0
-		})
-		for _, e := range all {
-			if got := applications(t, db, e.ID); got != 1 {
-				t.Errorf("event %s applied %d times, want once", e.ID, got)
-			}
-		}
+		settledOnce(t, db, js, b, all)
 		mu.Lock()
 		defer mu.Unlock()
 		most := 0
