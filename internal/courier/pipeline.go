@@ -91,6 +91,42 @@ func (p Pipeline[C, O]) Run(ctx context.Context) {
 	<-recorded
 }
 
+// Once is one turn of the pipeline, for tests and tools that drive a loop
+// by hand: it claims one batch, works it with up to Workers items at once,
+// and records the outcomes in one Record. It returns how many it claimed.
+func (p Pipeline[C, O]) Once(ctx context.Context) (int, error) {
+	claimed, err := p.Claim(ctx, p.Batch)
+	if err != nil || len(claimed) == 0 {
+		return 0, err
+	}
+	work := make(chan C)
+	var (
+		workers  sync.WaitGroup
+		mu       sync.Mutex
+		outcomes []O
+	)
+	for range min(p.Workers, len(claimed)) {
+		workers.Go(func() {
+			for c := range work {
+				if o, ok := p.Work(ctx, c); ok {
+					mu.Lock()
+					outcomes = append(outcomes, o)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, c := range claimed {
+		work <- c
+	}
+	close(work)
+	workers.Wait()
+	if len(outcomes) > 0 {
+		p.Record(context.WithoutCancel(ctx), outcomes)
+	}
+	return len(claimed), nil
+}
+
 // claimLoop claims for the workers while no more than a batch is claimed
 // and unrecorded.
 func (p Pipeline[C, O]) claimLoop(ctx context.Context, work chan<- C, inFlight *atomic.Int64, room <-chan struct{}) {

@@ -169,3 +169,32 @@ func TestPipelineGathersOutcomesIntoOneRecord(t *testing.T) {
 		t.Errorf("%d outcomes in %d records, want 10 in one", len(q.recorded), q.records)
 	}
 }
+
+// Once takes one batch and no more, works it, and records its outcomes in
+// one Record (not the items whose work settled them); it says how many it
+// claimed, and 0 once nothing is due.
+func TestPipelineOnce(t *testing.T) {
+	q := &queue{recorded: map[int]int{}}
+	for i := range 15 {
+		q.add(i)
+	}
+	p := courier.Pipeline[int, int]{
+		Batch: 10, Workers: 4,
+		Claim:  q.claim,
+		Work:   func(_ context.Context, c int) (int, bool) { return c, c != 7 },
+		Record: q.record,
+		Logger: slog.New(slog.DiscardHandler), What: "test",
+	}
+	for _, want := range []struct{ claimed, recorded, records int }{{10, 9, 1}, {5, 14, 2}, {0, 14, 2}} {
+		n, err := p.Once(context.Background())
+		if err != nil || n != want.claimed {
+			t.Fatalf("Once = %d, %v; want %d claimed", n, err, want.claimed)
+		}
+		q.mu.Lock()
+		got, records := len(q.recorded), q.records
+		q.mu.Unlock()
+		if got != want.recorded || records != want.records {
+			t.Errorf("after a turn: %d recorded in %d records, want %d in %d", got, records, want.recorded, want.records)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"time"
 )
 
@@ -129,11 +128,18 @@ func NewSender(svc *Service, renderer *Renderer, mailer Mailer, opts SenderOptio
 
 // Run sends until ctx is done, as a Pipeline: the next batch is claimed
 // while the current one is delivered, acceptances are recorded as they
-// come (in one transaction for as many as came meanwhile), and a message
-// the service queues wakes the loop at once. A database error is logged
-// and retried.
-func (s *Sender) Run(ctx context.Context) {
-	Pipeline[Claimed, Attempt]{
+// come (in one transaction for as many as come within RecordGather), and
+// a message the service queues wakes the loop at once. A database error
+// is logged and retried.
+func (s *Sender) Run(ctx context.Context) { s.pipeline().Run(ctx) }
+
+// SendDue claims one batch of due messages and delivers it; it returns
+// how many it claimed: one turn of the loop, for tests and tools that
+// drive it by hand.
+func (s *Sender) SendDue(ctx context.Context) (int, error) { return s.pipeline().Once(ctx) }
+
+func (s *Sender) pipeline() Pipeline[Claimed, Attempt] {
+	return Pipeline[Claimed, Attempt]{
 		Batch: s.opts.Batch, Workers: s.opts.Workers, Poll: s.opts.Poll, BusyPoll: BusyPoll, Gather: RecordGather, Wake: s.svc.queued,
 		Claim: func(ctx context.Context, limit int) ([]Claimed, error) {
 			return s.store.ClaimDue(ctx, limit, s.opts.Lease)
@@ -143,41 +149,7 @@ func (s *Sender) Run(ctx context.Context) {
 		},
 		Record: s.recordDelivered,
 		Logger: s.logger, What: "send loop",
-	}.Run(ctx)
-}
-
-// SendDue claims one batch of due messages and delivers it; it returns
-// how many it claimed: one turn of the loop, for tests and tools that
-// drive it by hand.
-func (s *Sender) SendDue(ctx context.Context) (int, error) {
-	claimed, err := s.store.ClaimDue(ctx, s.opts.Batch, s.opts.Lease)
-	if err != nil || len(claimed) == 0 {
-		return 0, err
 	}
-	work := make(chan Claimed)
-	var (
-		wg        sync.WaitGroup
-		mu        sync.Mutex
-		delivered []Attempt
-	)
-	for range min(s.opts.Workers, len(claimed)) {
-		wg.Go(func() {
-			for c := range work {
-				if s.deliver(ctx, c) {
-					mu.Lock()
-					delivered = append(delivered, Attempt{ID: c.ID, AttemptID: c.AttemptID})
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, c := range claimed {
-		work <- c
-	}
-	close(work)
-	wg.Wait()
-	s.recordDelivered(ctx, delivered)
-	return len(claimed), nil
 }
 
 // recordDelivered records the batch's accepted messages in one
@@ -204,8 +176,8 @@ func (s *Sender) recordDelivered(ctx context.Context, done []Attempt) {
 }
 
 // deliver makes the one delivery of attempt c.AttemptID and records it,
-// except an acceptance, which it reports for SendDue to record with the
-// batch's. Outcomes are recorded on a context that outlives ctx's
+// except an acceptance, which it reports for the pipeline to record with
+// others. Outcomes are recorded on a context that outlives ctx's
 // cancellation, so a stopping process does not drop an answer the mail
 // system gave.
 func (s *Sender) deliver(ctx context.Context, c Claimed) (accepted bool) {

@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -226,8 +225,18 @@ func NewDeliverer(store courier.WebhookStore, hooks *courier.Webhooks, client *h
 // Run delivers until ctx is done, as a courier.Pipeline: the next batch
 // is claimed while the current one is posted, and outcomes are recorded
 // as they finish.
-func (d *Deliverer) Run(ctx context.Context) {
-	courier.Pipeline[courier.ClaimedDelivery, courier.AttemptOutcome]{
+func (d *Deliverer) Run(ctx context.Context) { d.pipeline().Run(ctx) }
+
+// DeliverDue claims one batch of due deliveries, attempts each once, and
+// records the batch's outcomes in one transaction: one turn of the loop,
+// for tests and tools that drive it by hand. A process that dies before
+// that commit leaves the batch to be claimed again when its lease ends:
+// the receivers may then see an event twice (with one webhook-id), never
+// not at all.
+func (d *Deliverer) DeliverDue(ctx context.Context) (int, error) { return d.pipeline().Once(ctx) }
+
+func (d *Deliverer) pipeline() courier.Pipeline[courier.ClaimedDelivery, courier.AttemptOutcome] {
+	return courier.Pipeline[courier.ClaimedDelivery, courier.AttemptOutcome]{
 		Batch: d.opts.Batch, Workers: d.opts.Workers, Poll: d.opts.Poll, BusyPoll: BusyPoll, Gather: courier.RecordGather, Wake: d.kick,
 		Claim: func(ctx context.Context, limit int) ([]courier.ClaimedDelivery, error) {
 			return d.store.ClaimDeliveries(ctx, limit, d.opts.Lease)
@@ -237,7 +246,7 @@ func (d *Deliverer) Run(ctx context.Context) {
 		},
 		Record: d.record,
 		Logger: d.logger, What: "webhooks",
-	}.Run(ctx)
+	}
 }
 
 // record records outcomes in one transaction, on a context that outlives
@@ -248,36 +257,6 @@ func (d *Deliverer) record(ctx context.Context, outcomes []courier.AttemptOutcom
 	if err := d.store.RecordAttempts(rctx, outcomes); err != nil {
 		d.logger.Error("webhooks: recording the attempts failed; they are made again when their leases end", "err", err.Error(), "attempts", len(outcomes))
 	}
-}
-
-// DeliverDue claims one batch of due deliveries, attempts each once, and
-// records the batch's outcomes in one transaction: one turn of the loop,
-// for tests and tools that drive it by hand. A process that dies before
-// that commit leaves the batch to be claimed again when its lease ends:
-// the receivers may then see an event twice (with one webhook-id), never
-// not at all.
-func (d *Deliverer) DeliverDue(ctx context.Context) (int, error) {
-	claimed, err := d.store.ClaimDeliveries(ctx, d.opts.Batch, d.opts.Lease)
-	if err != nil || len(claimed) == 0 {
-		return 0, err
-	}
-	outcomes := make([]courier.AttemptOutcome, len(claimed))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(d.opts.Workers, len(claimed)) {
-		wg.Go(func() {
-			for i := range work {
-				outcomes[i] = d.attempt(ctx, claimed[i])
-			}
-		})
-	}
-	for i := range claimed {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	d.record(ctx, outcomes)
-	return len(claimed), nil
 }
 
 func (d *Deliverer) attempt(ctx context.Context, c courier.ClaimedDelivery) courier.AttemptOutcome {
