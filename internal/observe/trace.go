@@ -33,8 +33,8 @@ var propagator = propagation.TraceContext{}
 // Sampling and batching are the SDK's, from the standard variables:
 // OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (unset: parentbased_always_on,
 // every trace a caller did not decline) and OTEL_BSP_* (unset: batches of
-// 512 spans, sent at the latest every 5 s), except the queue, queue spans
-// long (Telemetry's OTEL_BSP_MAX_QUEUE_SIZE; 0 leaves the SDK's). Larger
+// 512 spans, sent at the latest every 5 s), except the queue's length:
+// queue spans (Telemetry's OTEL_BSP_MAX_QUEUE_SIZE; 0 keeps the SDK's). Larger
 // batches were not worth a default of our own: at the bench's 10,000
 // spans a second an export's fixed cost is a fraction of a percent of a
 // core, the per-span conversion and encoding being the exporter's cost.

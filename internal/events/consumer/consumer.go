@@ -120,8 +120,9 @@ type Config struct {
 	// transaction applies (default 64).
 	Batch int
 	// Committed, when set, is called after each transaction that applied
-	// events has committed, so a loop that works on what the handler wrote
-	// can start at once instead of at its next poll.
+	// fresh events has committed (sqldb.Tx.AfterCommit), so a loop that
+	// works on what the handler wrote can start at once instead of at its
+	// next poll.
 	Committed func()
 	// TracerProvider starts the spans of the events' handling (default:
 	// OpenTelemetry's global provider, which observe.StartTracing
@@ -331,18 +332,11 @@ func (c *Consumer) processBatch(ctx context.Context, msgs []jetstream.Msg) {
 		}
 		return
 	}
-	c.committed()
 	for _, p := range due {
 		if c.cfg.skipAck != nil && c.cfg.skipAck(p.env) {
 			continue
 		}
 		c.ack(p.msg, p.env)
-	}
-}
-
-func (c *Consumer) committed() {
-	if c.cfg.Committed != nil {
-		c.cfg.Committed()
 	}
 }
 
@@ -374,6 +368,9 @@ func (c *Consumer) applyBatch(ctx context.Context, due []pending) error {
 		}
 		if len(apply) == 0 {
 			return nil
+		}
+		if c.cfg.Committed != nil {
+			tx.AfterCommit(c.cfg.Committed)
 		}
 		return c.handle(ctx, tx, apply)
 	})
@@ -505,7 +502,6 @@ func (c *Consumer) attempt(ctx context.Context, p pending) {
 	var perm permanentError
 	switch {
 	case err == nil:
-		c.committed()
 		if c.cfg.skipAck != nil && c.cfg.skipAck(env) {
 			return
 		}

@@ -564,7 +564,8 @@ func TestBatchHandlerGetsFreshEventsInOrder(t *testing.T) {
 			calls = append(calls, got)
 			return nil
 		}
-		run(t, newBatchConsumer(t, db, js, b, Config{}, h, nil))
+		var commits atomic.Int64
+		run(t, newBatchConsumer(t, db, js, b, Config{Committed: func() { commits.Add(1) }}, h, nil))
 		testutil.Eventually(t, 20*time.Second, "every event applied", func() bool {
 			return count(t, db, `SELECT count(*) FROM applied`) == n
 		})
@@ -586,6 +587,11 @@ func TestBatchHandlerGetsFreshEventsInOrder(t *testing.T) {
 		}
 		if most < 2 {
 			t.Errorf("at most %d events in one call, want batches", most)
+		}
+		// Committed tells of each transaction that applied events, and of
+		// no other (the late copy applied nothing).
+		if got := commits.Load(); got != int64(len(calls)) {
+			t.Errorf("Committed called %d times for %d transactions that applied events", got, len(calls))
 		}
 	})
 }

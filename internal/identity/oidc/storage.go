@@ -335,15 +335,9 @@ func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (s
 	return access.ID, access.ExpiresAt, nil
 }
 
-// tokenID is a token's or a token family's id: time-ordered (ids.New), so
-// the rows a code exchange inserts land at the end of oidc_tokens' indexes
-// (decision 0013). A token id is no credential (the access token is
-// sealed, the refresh token a secret of its own).
-func tokenID() string { return ids.New() }
-
 func (s *storage) newAccess(req op.TokenRequest) (identity.OIDCToken, error) {
 	now := s.now()
-	t := identity.OIDCToken{ID: tokenID(), Kind: "access", UserID: req.GetSubject(), Scopes: req.GetScopes(), ExpiresAt: now.Add(identity.OIDCAccessTokenTTL), FamilyID: tokenID()}
+	t := identity.OIDCToken{ID: ids.New(), Kind: "access", UserID: req.GetSubject(), Scopes: req.GetScopes(), ExpiresAt: now.Add(identity.OIDCAccessTokenTTL), FamilyID: ids.New()}
 	switch r := req.(type) {
 	case authRequest:
 		t.ClientID, t.AuthRequestID, t.AuthTime = r.r.ClientID, r.r.ID, r.r.AuthTime
@@ -361,7 +355,7 @@ func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.Token
 		return "", "", time.Time{}, err
 	}
 	refresh := access
-	refresh.ID, refresh.Kind, refresh.ExpiresAt = tokenID(), "refresh", s.now().Add(identity.OIDCRefreshTTL)
+	refresh.ID, refresh.Kind, refresh.ExpiresAt = ids.New(), "refresh", s.now().Add(identity.OIDCRefreshTTL)
 	token, digest := identity.NewSecret()
 	if r, ok := req.(authRequest); ok {
 		if err := s.redeem(ctx, r, access, &refresh, digest); err != nil {
