@@ -29,14 +29,9 @@ var _ courier.Store = (*Store)(nil)
 // New returns a store over db, whose schema must be migrated.
 func New(db *sqldb.DB) *Store { return &Store{db: db} }
 
-// writeEvents appends events to the outbox in tx: the envelope id is fixed
-// here and reused by every delivery attempt.
+// writeEvents appends events to the outbox in tx, in one statement: the
+// envelope id is fixed here and reused by every delivery attempt.
 func writeEvents(ctx context.Context, tx *sqldb.Tx, events ...courier.Event) error {
-	return writeEventsBatch(ctx, tx, events)
-}
-
-// writeEventsBatch appends events to the outbox in one statement.
-func writeEventsBatch(ctx context.Context, tx *sqldb.Tx, events []courier.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -374,7 +369,7 @@ func (s *Store) DeliveredAll(ctx context.Context, attempts []courier.Attempt) ([
 		if _, err := tx.Exec(ctx, `INSERT INTO email_history (email_id, status, detail, attempt_id, at) VALUES `+history.String(), hargs...); err != nil {
 			return err
 		}
-		if err := writeEventsBatch(ctx, tx, evs); err != nil {
+		if err := writeEvents(ctx, tx, evs...); err != nil {
 			return err
 		}
 		for i, a := range attempts {

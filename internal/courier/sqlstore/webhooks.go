@@ -277,75 +277,48 @@ func Enqueue(ctx context.Context, tx *sqldb.Tx, batch []consumer.Event) error {
 	if err := rows.Err(); err != nil || len(endpoints) == 0 {
 		return err
 	}
-	ins := newDeliveryInsert(tx.Now)
+	type delivery struct{ endpoint, eventID, eventType, body string }
+	var deliveries []delivery
 	for _, e := range batch {
-		var body []byte
+		body := ""
 		for _, ep := range endpoints[e.Subject] {
 			if !slices.Contains(ep.types, e.Type) {
 				continue
 			}
-			if body == nil {
-				if body, err = json.Marshal(e.Envelope); err != nil {
+			if body == "" {
+				b, err := json.Marshal(e.Envelope)
+				if err != nil {
 					return err
 				}
+				body = string(b)
 			}
-			if err := ins.add(ctx, tx, ep.id, e.ID, e.Type, body); err != nil {
-				return err
-			}
+			deliveries = append(deliveries, delivery{ep.id, e.ID, e.Type, body})
 		}
 	}
-	return ins.flush(ctx, tx)
-}
-
-// deliveryInsert gathers deliveries into multi-row inserts of at most
-// deliveriesPerInsert rows (each row's parameters within both engines'
-// limits).
-type deliveryInsert struct {
-	q    strings.Builder
-	args []any
-	rows int
+	// At most deliveriesPerInsert rows a statement, so its parameters stay
+	// within both engines' limits.
+	for chunk := range slices.Chunk(deliveries, deliveriesPerInsert) {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, body, status, next_attempt_at, created_at, updated_at) VALUES `)
+		args := make([]any, 1, 1+5*len(chunk))
+		args[0] = tx.Now
+		for i, d := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			n := len(args)
+			fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, 'pending', $1, $1, $1)", n+1, n+2, n+3, n+4, n+5)
+			args = append(args, ids.New(), d.endpoint, d.eventID, d.eventType, d.body)
+		}
+		q.WriteString(` ON CONFLICT (endpoint_id, event_id) DO NOTHING`)
+		if _, err := tx.Exec(ctx, q.String(), args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 const deliveriesPerInsert = 500
-
-func newDeliveryInsert(now time.Time) *deliveryInsert {
-	d := &deliveryInsert{}
-	d.reset(now)
-	return d
-}
-
-func (d *deliveryInsert) reset(now time.Time) {
-	d.q.Reset()
-	d.q.WriteString(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, body, status, next_attempt_at, created_at, updated_at) VALUES `)
-	d.args = append(d.args[:0], now)
-	d.rows = 0
-}
-
-func (d *deliveryInsert) add(ctx context.Context, tx *sqldb.Tx, endpointID, eventID, eventType string, body []byte) error {
-	if d.rows > 0 {
-		d.q.WriteString(", ")
-	}
-	n := len(d.args)
-	fmt.Fprintf(&d.q, "($%d, $%d, $%d, $%d, $%d, 'pending', $1, $1, $1)", n+1, n+2, n+3, n+4, n+5)
-	d.args = append(d.args, ids.New(), endpointID, eventID, eventType, string(body))
-	d.rows++
-	if d.rows == deliveriesPerInsert {
-		return d.flush(ctx, tx)
-	}
-	return nil
-}
-
-func (d *deliveryInsert) flush(ctx context.Context, tx *sqldb.Tx) error {
-	if d.rows == 0 {
-		return nil
-	}
-	d.q.WriteString(` ON CONFLICT (endpoint_id, event_id) DO NOTHING`)
-	if _, err := tx.Exec(ctx, d.q.String(), d.args...); err != nil {
-		return err
-	}
-	d.reset(tx.Now)
-	return nil
-}
 
 // ClaimDeliveries implements courier.WebhookStore: due pending deliveries
 // of enabled endpoints, leased under one new attempt id for the claimed
