@@ -464,7 +464,9 @@ func (b *bench) webhook(ctx context.Context) (*Scenario, error) {
 			msg := nats.NewMsg(stream.Subject("identity.member.joined"))
 			msg.Data = body
 			msg.Header.Set("Nats-Msg-Id", id)
-			if _, err := js.PublishMsgAsync(msg); err != nil {
+			// A long drain outruns the stream's acknowledgements; wait
+			// for them rather than give up after the client's 200 ms.
+			if _, err := js.PublishMsgAsync(msg, jetstream.WithStallWait(time.Minute)); err != nil {
 				return err
 			}
 		}

@@ -1,8 +1,10 @@
 package webhooks_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -29,6 +31,7 @@ type benchRig struct {
 	store    *sqlstore.Store
 	hooks    *courier.Webhooks
 	account  string
+	url      string // the receiver's
 	received atomic.Int64
 }
 
@@ -43,10 +46,11 @@ func newBenchRig(b *testing.B, engine sqldb.Engine) *benchRig {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	b.Cleanup(srv.Close)
+	r.url = srv.URL + "/hook"
 	sealer, _ := courier.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
 	r.hooks = courier.NewWebhooks(r.store, nil, sealer, true)
 	id := uuid.NewString()
-	if _, err := r.store.CreateEndpoint(context.Background(), courier.Endpoint{ID: id, AccountID: r.account, URL: srv.URL + "/hook",
+	if _, err := r.store.CreateEndpoint(context.Background(), courier.Endpoint{ID: id, AccountID: r.account, URL: r.url,
 		EventTypes: []string{"identity.member.joined"}}, sealer.Seal(id, []byte(courier.NewSecret()))); err != nil {
 		b.Fatal(err)
 	}
@@ -98,6 +102,36 @@ func BenchmarkDeliverer(b *testing.B) {
 			<-done
 		})
 	}
+}
+
+// BenchmarkBarePOST is BenchmarkDeliverer's baseline: the same body
+// POSTed by as many goroutines as the loop has workers, with the same
+// client, to the same kind of receiver, and nothing else. The ratio of the
+// two bounds what any consumer stage in front of the loop can reach.
+func BenchmarkBarePOST(b *testing.B) {
+	r := newBenchRig(b, sqldb.SQLite)
+	body, err := json.Marshal(r.envelope())
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := webhooks.NewClient(true)
+	url := r.url
+	var sent atomic.Int64
+	b.SetParallelism((webhooks.DefaultWorkers + 1) / 2) // GOMAXPROCS× this many goroutines
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := client.Post(url, "application/json", bytes.NewReader(body))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			sent.Add(1)
+		}
+	})
+	b.ReportMetric(float64(sent.Load())/time.Since(start).Seconds(), "deliveries/s")
 }
 
 // BenchmarkPipeline: events published to the stream, through the
