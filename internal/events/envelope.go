@@ -14,11 +14,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/platformco/platform/internal/ids"
-	"io"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
+
+	"github.com/platformco/platform/internal/ids"
 )
 
 // SpecVersion is the only envelope version the platform emits and accepts.
@@ -151,88 +152,232 @@ func Decode(b []byte) (Envelope, error) {
 	if err != nil {
 		return Envelope{}, err
 	}
-	if err := e.Validate(); err != nil {
+	// decode took data whole out of the document and saw it open an object,
+	// so Validate's check of data, a second pass over its bytes, is skipped.
+	if err := e.validateAttributes(); err != nil {
 		return Envelope{}, err
 	}
 	return e, nil
 }
 
+// decode reads the seven attributes without validating their values.
+//
+// Every consumer decodes every message here, so this is one pass over the
+// object's top level that slices each attribute's value out of b into an
+// array indexed by attribute, rather than a json.Decoder's tokens gathered
+// into maps. json.Valid checks the whole of b first, without allocating,
+// so on well-formed input the pass may trust the syntax. Input that is not
+// JSON is walked the same way, but with a json.Decoder reading each key and
+// value, so the error names the attribute whose value breaks off, where a
+// streaming read finds the break, and a duplicate or undeclared attribute
+// before the break is still named as such.
 func decode(b []byte) (Envelope, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	tok, err := dec.Token()
-	if err != nil {
-		return Envelope{}, envErr("", "not JSON: %v", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	wellFormed := json.Valid(b)
+	var raw [len(attributes)][]byte
+	i := skipSpace(b, 0)
+	if i == len(b) || b[i] != '{' {
+		if !wellFormed {
+			return Envelope{}, notJSON(b, "")
+		}
 		return Envelope{}, envErr("", "must be a JSON object")
 	}
-	raw := make(map[string]json.RawMessage, len(attributes))
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return Envelope{}, envErr("", "not JSON: %v", err)
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			if i == len(b) || b[i] != '"' {
+				return Envelope{}, notJSON(b, "")
+			}
+			end, err := valueEnd(b, i, wellFormed)
+			if err != nil {
+				return Envelope{}, notJSON(b, "")
+			}
+			a, name := attribute(b[i:end])
+			if a < 0 {
+				return Envelope{}, envErr(name, "undeclared attribute")
+			}
+			if raw[a] != nil {
+				return Envelope{}, envErr(name, "appears more than once")
+			}
+			i = skipSpace(b, end)
+			if i == len(b) || b[i] != ':' {
+				return Envelope{}, notJSON(b, name)
+			}
+			i = skipSpace(b, i+1)
+			if end, err = valueEnd(b, i, wellFormed); err != nil {
+				return Envelope{}, notJSON(b, name)
+			}
+			raw[a] = b[i:end]
+			i = skipSpace(b, end)
+			if i < len(b) && b[i] == ',' {
+				i = skipSpace(b, i+1)
+				continue
+			}
+			if i == len(b) || b[i] != '}' {
+				return Envelope{}, notJSON(b, "")
+			}
+			i++
+			break
 		}
-		name := tok.(string) // object keys are always strings
-		if !isAttribute(name) {
-			return Envelope{}, envErr(name, "undeclared attribute")
-		}
-		if _, dup := raw[name]; dup {
-			return Envelope{}, envErr(name, "appears more than once")
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return Envelope{}, envErr(name, "not JSON: %v", err)
-		}
-		raw[name] = v
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return Envelope{}, envErr("", "not JSON: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if skipSpace(b, i) != len(b) {
 		return Envelope{}, envErr("", "unexpected data after the object")
 	}
+	// Input json.Valid refused can pass the walk: the stream reads each
+	// value with a nesting limit of its own, so a data as deep as that
+	// limit is still taken, as it always was. Each value then was read
+	// whole by a json.Decoder, which is all that follows needs.
 
-	var e Envelope
-	strs := map[string]*string{
-		"specversion": &e.SpecVersion, "id": &e.ID, "type": &e.Type,
-		"source": &e.Source, "subject": &e.Subject,
-	}
-	var timeText string
-	strs["time"] = &timeText
-	for _, name := range attributes {
-		v, ok := raw[name]
-		if !ok {
+	// The string attributes without escapes, nearly always all of them,
+	// share one allocation; any other is unquoted by encoding/json.
+	const data = len(attributes) - 1
+	var plain [data]bool
+	size := 0
+	for a, name := range attributes {
+		v := raw[a]
+		switch {
+		case v == nil:
 			return Envelope{}, envErr(name, "required")
-		}
-		if name == "data" {
-			if !isObject(v) {
-				return Envelope{}, envErr("data", "must be a JSON object")
+		case a == data:
+			if v[0] != '{' {
+				return Envelope{}, envErr(name, "must be a JSON object")
 			}
-			e.Data = v
+		case v[0] != '"':
+			return Envelope{}, envErr(name, "must be a string")
+		case isPlain(v[1 : len(v)-1]):
+			plain[a] = true
+			size += len(v) - 2
+		}
+	}
+	var buf strings.Builder
+	buf.Grow(size)
+	for a := range data {
+		if plain[a] {
+			buf.Write(raw[a][1 : len(raw[a])-1])
+		}
+	}
+	text := buf.String()
+	var strs [data]string
+	for a := range data {
+		v := raw[a]
+		if !plain[a] {
+			var s string // declared here, so only this road allocates it
+			if err := json.Unmarshal(v, &s); err != nil {
+				return Envelope{}, envErr(attributes[a], "must be a string")
+			}
+			strs[a] = s
 			continue
 		}
-		if len(v) == 0 || v[0] != '"' {
-			return Envelope{}, envErr(name, "must be a string")
-		}
-		if err := json.Unmarshal(v, strs[name]); err != nil {
-			return Envelope{}, envErr(name, "must be a string")
-		}
+		n := len(v) - 2
+		strs[a], text = text[:n], text[n:]
 	}
-	t, err := ParseTime(timeText)
+	t, err := ParseTime(strs[5])
 	if err != nil {
 		return Envelope{}, envErr("time", "%v", err)
 	}
-	e.Time = t
-	return e, nil
+	return Envelope{
+		SpecVersion: strs[0], ID: strs[1], Type: strs[2], Source: strs[3], Subject: strs[4],
+		Time: t, Data: append(json.RawMessage(nil), raw[data]...),
+	}, nil
 }
 
-func isAttribute(name string) bool {
-	for _, a := range attributes {
-		if a == name {
-			return true
+// notJSON is the error for b, which is not JSON, broken off in attr's value
+// (attr empty: outside any value); the json package says what is wrong.
+func notJSON(b []byte, attr string) error {
+	var v any
+	return envErr(attr, "not JSON: %v", json.Unmarshal(b, &v))
+}
+
+// isSpace reports whether c is white space between JSON tokens.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the end of the JSON value that begins at b[i]. In
+// well-formed input the extent follows from quotes and bracket depth alone;
+// otherwise a json.Decoder reads the value, so one that breaks off is an
+// error exactly where encoding/json's stream finds it.
+func valueEnd(b []byte, i int, wellFormed bool) (int, error) {
+	if !wellFormed {
+		dec := json.NewDecoder(bytes.NewReader(b[i:]))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return 0, err
+		}
+		return i + int(dec.InputOffset()), nil
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i), nil
+	case '{', '[':
+		depth := 0
+		for j := i; ; j++ {
+			switch b[j] {
+			case '"':
+				j = stringEnd(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+	default: // a number, true, false or null
+		j := i
+		for j < len(b) && !isSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
+			j++
+		}
+		return j, nil
+	}
+}
+
+// stringEnd returns the end of the well-formed JSON string that begins at
+// b[i]: just past the first quote not escaped by an odd run of backslashes.
+func stringEnd(b []byte, i int) int {
+	j := i + 1
+	for {
+		j += bytes.IndexByte(b[j:], '"')
+		n := 0
+		for b[j-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
+// isPlain reports whether the inside of a JSON string is the string itself:
+// no escapes, and valid UTF-8, which encoding/json would otherwise replace.
+func isPlain(s []byte) bool { return bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) }
+
+// attribute returns the index in attributes of the well-formed JSON string
+// key, -1 if it names none, and the name it spells. A key without escapes
+// is compared as the bytes it is.
+func attribute(key []byte) (int, string) {
+	if inner := key[1 : len(key)-1]; bytes.IndexByte(inner, '\\') < 0 {
+		for a, name := range attributes {
+			if string(inner) == name {
+				return a, name
+			}
 		}
 	}
-	return false
+	var name string
+	_ = json.Unmarshal(key, &name) // a well-formed string always unquotes
+	for a, attr := range attributes {
+		if attr == name {
+			return a, attr
+		}
+	}
+	return -1, name
 }
 
 func isObject(b json.RawMessage) bool {
@@ -246,6 +391,18 @@ func isObject(b json.RawMessage) bool {
 // Which subject form a type uses is the catalog's business (see
 // Contract.Validate). Errors are *EnvelopeError.
 func (e Envelope) Validate() error {
+	if err := e.validateAttributes(); err != nil {
+		return err
+	}
+	if !isObject(e.Data) {
+		return envErr("data", "must be a JSON object")
+	}
+	return nil
+}
+
+// validateAttributes is Validate short of its last check, that data is an
+// object.
+func (e Envelope) validateAttributes() error {
 	if e.SpecVersion != SpecVersion {
 		return envErr("specversion", "must be %q, got %q", SpecVersion, e.SpecVersion)
 	}
@@ -264,9 +421,6 @@ func (e Envelope) Validate() error {
 	}
 	if e.Time.IsZero() {
 		return envErr("time", "required")
-	}
-	if !isObject(e.Data) {
-		return envErr("data", "must be a JSON object")
 	}
 	return nil
 }

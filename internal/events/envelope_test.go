@@ -60,6 +60,11 @@ func TestDecodeRefuses(t *testing.T) {
 		{"TrailingData", goodEnvelope + `{}`, ""},
 		{"NotJSON", `nope`, ""},
 		{"Truncated", `{"specversion":`, "specversion"},
+		{"NameOtherCase", replace(`"type":`, `"Type":`), "Type"},
+		{"EscapedDuplicate", replace(`"data":`, `"\u0074ype":"identity.user.created","data":`), "type"},
+		{"BrokenValue", replace(`"0b7e2a4c-6f1d-4c5e-9a8b-1d2e3f405162"`, `tru`), "id"},
+		{"BrokenAfterValue", replace(`"source":"identity"`, `"source":"identity" x`), ""},
+		{"UndeclaredBeforeBreak", `{"traceparent":"00-x","id":`, "traceparent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
