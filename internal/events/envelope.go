@@ -272,7 +272,7 @@ func decode(b []byte) (Envelope, error) {
 		n := len(v) - 2
 		strs[a], text = text[:n], text[n:]
 	}
-	t, err := ParseTime(strs[5])
+	t, err := ParseTime(strs[5]) // attributes[5], time
 	if err != nil {
 		return Envelope{}, envErr("time", "%v", err)
 	}
