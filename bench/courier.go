@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -221,18 +222,47 @@ func (b *bench) email(ctx context.Context) (*Scenario, error) {
 	host, portStr, _ := net.SplitHostPort(sink.addr)
 	port, _ := strconv.Atoi(portStr)
 	// The bare loop: what courier's mailer does per message (a message
-	// built with go-mail, one connection per message), and nothing else.
+	// built with go-mail, sent over the worker's kept session, which is
+	// replaced after smtp.SessionMessages messages), and nothing else.
+	type bareSession struct {
+		client *mail.Client
+		sent   int
+	}
+	sessions := make([]bareSession, slices.Max(b.cfg.levels))
+	defer func() {
+		for _, s := range sessions {
+			if s.client != nil {
+				_ = s.client.Close()
+			}
+		}
+	}()
 	bare := func(w int) error {
 		msg, err := smtp.Build(courier.Message{ID: uuid.NewString(), AttemptID: uuid.NewString(), From: benchMailFrom,
 			To: fmt.Sprintf("bench-%02d@bench.example.com", w), Subject: rendered.Subject, Text: rendered.Text, HTML: rendered.HTML})
 		if err != nil {
 			return err
 		}
-		c, err := mail.NewClient(host, mail.WithTLSPortPolicy(mail.NoTLS), mail.WithPort(port), mail.WithTimeout(30*time.Second), mail.WithHELO("bench.localhost"))
-		if err != nil {
+		s := &sessions[w]
+		if s.client == nil || s.sent >= smtp.SessionMessages {
+			if s.client != nil {
+				_ = s.client.Close()
+			}
+			c, err := mail.NewClient(host, mail.WithTLSPortPolicy(mail.NoTLS), mail.WithPort(port), mail.WithTimeout(30*time.Second), mail.WithHELO("bench.localhost"))
+			if err != nil {
+				return err
+			}
+			if err := c.DialWithContext(ctx); err != nil {
+				return err
+			}
+			*s = bareSession{client: c}
+		}
+		if err := s.client.Send(msg); err != nil {
+			_ = s.client.Close()
+			s.client = nil
 			return err
 		}
-		return c.DialAndSendWithContext(ctx, msg)
+		s.sent++
+		return nil
 	}
 
 	var accepted atomic.Int64

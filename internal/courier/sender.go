@@ -39,10 +39,10 @@ type SenderOptions struct {
 	// From is the From header (COURIER_MAIL_FROM).
 	From string
 	// Batch is how many messages one claim takes (default 50), Workers how
-	// many are delivered at once (default 32). Each delivery is an SMTP
-	// session of about six exchanges, so the rate is Workers over a
-	// session's time (Little's law); 32 sessions stay under the usual
-	// per-client limit of a relay (Postfix's default is 50), and with 16
+	// many are delivered at once (default 32). Each delivery is about five
+	// exchanges over a kept SMTP session, so the rate is Workers over their
+	// time (Little's law); 32 sessions stay under the usual per-client
+	// limit of a relay (Postfix's default is 50), and with 16
 	// the send loop, not the SMTP server, bounded the rate on PostgreSQL
 	// (bench email: 755 against 1,073 delivered/s).
 	Batch, Workers int

@@ -167,6 +167,9 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		if err != nil {
 			return fmt.Errorf("COURIER_SMTP_HOST: %w", err)
 		}
+		// Deferred before the loops' stop, so it runs after they end: the
+		// kept sessions say QUIT once nothing sends over them.
+		defer m.Close()
 		mailer = m
 	}
 	if len(cfg.tokens) == 0 {

@@ -46,11 +46,34 @@ type Options struct {
 	TLSConfig *tls.Config
 }
 
-// Mailer implements courier.Mailer over SMTP: one connection per message.
+// Mailer implements courier.Mailer over SMTP. It keeps the sessions it
+// opens and sends later messages over them, as mail transfer agents do: a
+// message then costs NOOP, MAIL, RCPT, DATA and RSET, not also a
+// connection, a greeting, STARTTLS, AUTH and QUIT, and a relay counts one
+// connection against its limits, not one a message. A session that fails
+// in any way is closed, never reused.
 type Mailer struct {
 	host string
 	opts []mail.Option
+	idle chan *session
 }
+
+// A session is an open SMTP connection with the messages it carried.
+type session struct {
+	client *mail.Client
+	sent   int
+	idle   time.Time // since when it waits for a message
+}
+
+// Kept sessions: at most MaxIdle wait between messages (the send loop's
+// workers); one retires after SessionMessages messages, the usual cap of a
+// relay (Gmail's is 100), or after waiting SessionIdle, well before a
+// server's own idle limit (RFC 5321 §4.5.3.2.7 suggests 5 minutes).
+const (
+	MaxIdle         = 32
+	SessionMessages = 100
+	SessionIdle     = 30 * time.Second
+)
 
 var _ courier.Mailer = (*Mailer)(nil)
 
@@ -87,27 +110,108 @@ func New(o Options) (*Mailer, error) {
 	if _, err := mail.NewClient(host, opts...); err != nil {
 		return nil, err
 	}
-	return &Mailer{host: host, opts: opts}, nil
+	return &Mailer{host: host, opts: opts, idle: make(chan *session, MaxIdle)}, nil
 }
 
 func helo() string { return "courier.localhost" }
 
 // Deliver sends m once. A 5xx answer to MAIL, RCPT or DATA is a permanent
 // *courier.DeliveryError; everything else (4xx, connection trouble,
-// timeouts) is temporary.
+// timeouts) is temporary. A message the server accepted is delivered,
+// whatever becomes of the session after: retrying it would send it twice.
 func (ml *Mailer) Deliver(ctx context.Context, m courier.Message) error {
 	msg, err := Build(m)
 	if err != nil {
 		return &courier.DeliveryError{Permanent: true, Detail: err.Error()}
 	}
-	client, err := mail.NewClient(ml.host, ml.opts...)
+	s := ml.take()
+	reused := s != nil
+	if !reused {
+		if s, err = ml.dial(ctx); err != nil {
+			return &courier.DeliveryError{Detail: oneLine("dial failed: " + err.Error())}
+		}
+	}
+	err = s.client.Send(msg)
+	var se *mail.SendError
+	if err != nil && reused && errors.As(err, &se) && se.Reason == mail.ErrConnCheck {
+		// The kept session was gone (the server closed it, or its
+		// deadline passed) before the message began: it goes on a new one.
+		s.close()
+		if s, err = ml.dial(ctx); err != nil {
+			return &courier.DeliveryError{Detail: oneLine("dial failed: " + err.Error())}
+		}
+		err = s.client.Send(msg)
+	}
 	if err != nil {
-		return err
+		s.close()
+		if msg.IsDelivered() {
+			return nil // accepted; only the RSET after it failed
+		}
+		return deliveryError(err)
 	}
-	err = client.DialAndSendWithContext(ctx, msg)
-	if err == nil {
-		return nil
+	s.sent++
+	ml.put(s)
+	return nil
+}
+
+// Close ends the kept sessions (QUIT). Deliveries after it open new ones.
+func (ml *Mailer) Close() {
+	for {
+		select {
+		case s := <-ml.idle:
+			s.close()
+		default:
+			return
+		}
 	}
+}
+
+// take returns a kept session that may carry another message, or nil.
+func (ml *Mailer) take() *session {
+	for {
+		select {
+		case s := <-ml.idle:
+			if time.Since(s.idle) < SessionIdle {
+				return s
+			}
+			s.close()
+		default:
+			return nil
+		}
+	}
+}
+
+// put keeps s for the next message, unless it has carried its share or
+// enough sessions wait already.
+func (ml *Mailer) put(s *session) {
+	if s.sent >= SessionMessages {
+		s.close()
+		return
+	}
+	s.idle = time.Now()
+	select {
+	case ml.idle <- s:
+	default:
+		s.close()
+	}
+}
+
+func (ml *Mailer) dial(ctx context.Context) (*session, error) {
+	c, err := mail.NewClient(ml.host, ml.opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.DialWithContext(ctx); err != nil {
+		return nil, err
+	}
+	return &session{client: c}, nil
+}
+
+// close ends s with QUIT; a session already broken just closes.
+func (s *session) close() { _ = s.client.Close() }
+
+// deliveryError classifies a failed send.
+func deliveryError(err error) error {
 	var se *mail.SendError
 	if errors.As(err, &se) {
 		code := se.ErrorCode()

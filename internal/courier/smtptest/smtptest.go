@@ -29,12 +29,13 @@ import (
 type Behaviour int
 
 const (
-	Accept      Behaviour = iota
-	TempFail              // 451 at RCPT
-	RefuseRcpt            // 550 at RCPT
-	RefuseData            // 554 after DATA
-	HoldData              // DATA waits until Release, then accepts
-	TempFailOne           // 451 at RCPT the first time, then accept
+	Accept          Behaviour = iota
+	TempFail                  // 451 at RCPT
+	RefuseRcpt                // 550 at RCPT
+	RefuseData                // 554 after DATA
+	HoldData                  // DATA waits until Release, then accepts
+	TempFailOne               // 451 at RCPT the first time, then accept
+	HangUpAfterData           // accept the message, then close the connection before the next command
 )
 
 // Message is one accepted message.
@@ -58,6 +59,7 @@ type Server struct {
 	received  map[string]int // attempt id → DATA bodies received (accepted or held)
 	held      chan struct{}
 	holding   int
+	conns     []net.Conn // every connection accepted, open or not
 	srv       *smtp.Server
 }
 
@@ -84,7 +86,12 @@ func serveOn(t testing.TB, ln net.Listener) *Server {
 func newServer(ln net.Listener) *Server {
 	s := &Server{Addr: ln.Addr().String(), behaviour: map[string]Behaviour{}, tempOnce: map[string]bool{},
 		received: map[string]int{}, held: make(chan struct{})}
-	s.srv = smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{s: s}, nil }))
+	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.conns = append(s.conns, c.Conn())
+		return &session{s: s, conn: c.Conn()}, nil
+	}))
 	s.srv.Domain = "localhost"
 	s.srv.ReadTimeout, s.srv.WriteTimeout = 30*time.Second, 30*time.Second
 	s.srv.MaxMessageBytes = 1 << 20
@@ -135,6 +142,23 @@ func (s *Server) Received() map[string]int {
 	return out
 }
 
+// Connections reports how many connections the server has accepted.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// DropConnections closes every open connection, as a server does to idle
+// clients, without a word.
+func (s *Server) DropConnections() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		_ = c.Close()
+	}
+}
+
 // WaitFor polls until cond holds or 10 s pass.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -148,12 +172,21 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 }
 
 type session struct {
-	s    *Server
-	from string
-	to   []string
+	s      *Server
+	conn   net.Conn
+	from   string
+	to     []string
+	hangUp bool // the message just accepted asked for HangUpAfterData
 }
 
-func (ss *session) Reset()        { ss.from, ss.to = "", nil }
+// Reset runs after each message, once its answer is written, and on RSET.
+func (ss *session) Reset() {
+	ss.from, ss.to = "", nil
+	if ss.hangUp {
+		_ = ss.conn.Close()
+	}
+}
+
 func (ss *session) Logout() error { return nil }
 
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
@@ -198,8 +231,11 @@ func (ss *session) Data(r io.Reader) error {
 	s.received[msg.Header.Get("X-Courier-Attempt")]++
 	var b Behaviour
 	for _, to := range ss.to {
-		if bb := s.behaviour[strings.ToLower(to)]; bb == RefuseData || bb == HoldData {
+		switch bb := s.behaviour[strings.ToLower(to)]; bb {
+		case RefuseData, HoldData:
 			b = bb
+		case HangUpAfterData:
+			ss.hangUp = true
 		}
 	}
 	held := s.held
