@@ -247,7 +247,7 @@ func (b *bench) email(ctx context.Context) (*Scenario, error) {
 			if s.client != nil {
 				_ = s.client.Close()
 			}
-			c, err := mail.NewClient(host, mail.WithTLSPortPolicy(mail.NoTLS), mail.WithPort(port), mail.WithTimeout(30*time.Second), mail.WithHELO("bench.localhost"))
+			c, err := mail.NewClient(host, mail.WithTLSPortPolicy(mail.NoTLS), mail.WithPort(port), mail.WithTimeout(30*time.Second), mail.WithHELO("bench.localhost"), mail.WithoutNoop())
 			if err != nil {
 				return err
 			}

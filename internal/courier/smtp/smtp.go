@@ -48,10 +48,12 @@ type Options struct {
 
 // Mailer implements courier.Mailer over SMTP. It keeps the sessions it
 // opens and sends later messages over them, as mail transfer agents do: a
-// message then costs NOOP, MAIL, RCPT, DATA and RSET, not also a
-// connection, a greeting, STARTTLS, AUTH and QUIT, and a relay counts one
-// connection against its limits, not one a message. A session that fails
-// in any way is closed, never reused.
+// message then costs MAIL, RCPT, DATA and RSET, not also a connection, a
+// greeting, STARTTLS, AUTH and QUIT, and a relay counts one connection
+// against its limits, not one a message. No NOOP probes a kept session
+// first: the RSET that ended its last message just did, and a session
+// that died since fails at MAIL, before anything of the message was sent.
+// A session that fails in any way is closed, never reused.
 type Mailer struct {
 	host string
 	opts []mail.Option
@@ -87,7 +89,7 @@ func New(o Options) (*Mailer, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	opts := []mail.Option{mail.WithPort(port), mail.WithTimeout(o.Timeout), mail.WithHELO(helo())}
+	opts := []mail.Option{mail.WithPort(port), mail.WithTimeout(o.Timeout), mail.WithHELO(helo()), mail.WithoutNoop()}
 	switch o.TLS {
 	case TLSStartTLS, "":
 		opts = append(opts, mail.WithTLSPortPolicy(mail.TLSMandatory))
@@ -132,8 +134,7 @@ func (ml *Mailer) Deliver(ctx context.Context, m courier.Message) error {
 		}
 	}
 	err = s.client.Send(msg)
-	var se *mail.SendError
-	if err != nil && reused && errors.As(err, &se) && se.Reason == mail.ErrConnCheck {
+	if err != nil && reused && sessionGone(err) {
 		// The kept session was gone (the server closed it, or its
 		// deadline passed) before the message began: it goes on a new one.
 		s.close()
@@ -152,6 +153,14 @@ func (ml *Mailer) Deliver(ctx context.Context, m courier.Message) error {
 	s.sent++
 	ml.put(s)
 	return nil
+}
+
+// sessionGone reports whether err is a kept session found dead before the
+// server took any part of the message: the connection failed (no SMTP
+// reply) at its check or at MAIL, the first command of a message.
+func sessionGone(err error) bool {
+	var se *mail.SendError
+	return errors.As(err, &se) && (se.Reason == mail.ErrConnCheck || se.Reason == mail.ErrSMTPMailFrom) && se.ErrorCode() == 0
 }
 
 // Close ends the kept sessions (QUIT). Deliveries after it open new ones.
