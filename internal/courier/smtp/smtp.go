@@ -70,7 +70,9 @@ type session struct {
 // Kept sessions: at most MaxIdle wait between messages (the send loop's
 // workers); one retires after SessionMessages messages, the usual cap of a
 // relay (Gmail's is 100), or after waiting SessionIdle, well before a
-// server's own idle limit (RFC 5321 §4.5.3.2.7 suggests 5 minutes).
+// server's own idle limit (RFC 5321 §4.5.3.2.7 suggests 5 minutes). A
+// waiting session is looked at when next taken, or at Close: at most
+// MaxIdle sockets stay open through a quiet spell.
 const (
 	MaxIdle         = 32
 	SessionMessages = 100
