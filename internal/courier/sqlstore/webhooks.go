@@ -297,23 +297,8 @@ func Enqueue(ctx context.Context, tx *sqldb.Tx, batch []consumer.Event) error {
 			deliveries = append(deliveries, delivery{ep.id, e.ID, e.Type, body})
 		}
 	}
-	if tx.DB().Engine == sqldb.SQLite {
-		// One cached single-row statement per delivery: SQLite has no
-		// round trips to save, and a statement of N rows is a new text for
-		// each N (prepared anew and kept by the statement cache) whose
-		// binding in modernc.org/sqlite costs the square of its
-		// parameters. BenchmarkEnqueue/sqlite measures the two.
-		for _, d := range deliveries {
-			if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, body, status, next_attempt_at, created_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6, $6) ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
-				ids.New(), d.endpoint, d.eventID, d.eventType, d.body, tx.Now); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	// At most deliveriesPerInsert rows a statement, so its parameters stay
-	// within PostgreSQL's limit; each statement is a round trip.
+	// within both engines' limits.
 	for chunk := range slices.Chunk(deliveries, deliveriesPerInsert) {
 		var q strings.Builder
 		q.WriteString(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, body, status, next_attempt_at, created_at, updated_at) VALUES `)
