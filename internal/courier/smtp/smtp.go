@@ -128,27 +128,30 @@ func (ml *Mailer) Deliver(ctx context.Context, m courier.Message) error {
 	if err != nil {
 		return &courier.DeliveryError{Permanent: true, Detail: err.Error()}
 	}
-	s := ml.take()
-	reused := s != nil
-	if !reused {
-		if s, err = ml.dial(ctx); err != nil {
-			return &courier.DeliveryError{Detail: oneLine("dial failed: " + err.Error())}
+	if s := ml.take(); s != nil {
+		err := s.client.Send(msg)
+		if !sessionGone(err) {
+			return ml.sent(s, msg, err)
 		}
-	}
-	err = s.client.Send(msg)
-	if err != nil && reused && sessionGone(err) {
 		// The kept session was gone (the server closed it, or its
 		// deadline passed) before the message began: it goes on a new one.
 		s.close()
-		if s, err = ml.dial(ctx); err != nil {
-			return &courier.DeliveryError{Detail: oneLine("dial failed: " + err.Error())}
-		}
-		err = s.client.Send(msg)
 	}
+	s, err := ml.dial(ctx)
+	if err != nil {
+		return &courier.DeliveryError{Detail: oneLine("dial failed: " + err.Error())}
+	}
+	return ml.sent(s, msg, s.client.Send(msg))
+}
+
+// sent settles s after it carried msg with err: kept for the next message
+// after a success, closed after any failure. A message the server accepted
+// is delivered even if the RSET after it failed.
+func (ml *Mailer) sent(s *session, msg *mail.Msg, err error) error {
 	if err != nil {
 		s.close()
 		if msg.IsDelivered() {
-			return nil // accepted; only the RSET after it failed
+			return nil
 		}
 		return deliveryError(err)
 	}

@@ -76,11 +76,11 @@ func numbered(i int, to string) courier.Message {
 	return m
 }
 
-// TestSessions: messages one after another share a session; a session the
-// server dropped while it waited is replaced without losing or repeating
-// the message; a message the server accepted is delivered even when the
-// connection dies right after; a refused one fails alone, on a session
-// that is not kept.
+// TestSessions: messages one after another share a session until it has
+// carried SessionMessages; a session the server dropped while it waited is
+// replaced without losing or repeating the message; a message the server
+// accepted is delivered even when the connection dies right after; a
+// refused one fails alone, on a session that is not kept.
 func TestSessions(t *testing.T) {
 	tests := []struct {
 		name string
@@ -95,6 +95,14 @@ func TestSessions(t *testing.T) {
 				}
 			}
 			return 5, 1
+		}},
+		{"RetiredAfterItsShare", func(t *testing.T, m *smtp.Mailer, _ *smtptest.Server) (int, int) {
+			for i := range smtp.SessionMessages + 1 {
+				if err := m.Deliver(context.Background(), numbered(i, "ann@example.com")); err != nil {
+					t.Fatalf("Deliver %d: %v", i, err)
+				}
+			}
+			return smtp.SessionMessages + 1, 2
 		}},
 		{"DroppedWhileIdle", func(t *testing.T, m *smtp.Mailer, srv *smtptest.Server) (int, int) {
 			if err := m.Deliver(context.Background(), numbered(1, "ann@example.com")); err != nil {
