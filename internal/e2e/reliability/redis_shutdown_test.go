@@ -88,32 +88,44 @@ func TestRedisOutage(t *testing.T) {
 // SIGTERM finish with their normal answer; nothing accepted before the
 // signal gets a 5xx, and the processes exit 0.
 func TestGracefulShutdownDrains(t *testing.T) {
-	s := newStack(t, startPostgres(t), stackOptions{})
+	// Box gives identity 5 s, far beyond the proxy's 600 ms delay: on a
+	// loaded CI machine the stack's usual 1 s left too thin a margin, and a
+	// grant that timed out answered 503 for a reason other than shutdown.
+	s := newStack(t, startPostgres(t), stackOptions{box: e2e.Env{"BOX_IDENTITY_TIMEOUT": "5s"}})
 	op := s.staff(t, "operator@example.com")
 	buyer := s.register(t, "buyer@example.com")
 
-	// Box: identity answers slowly (within BOX_IDENTITY_TIMEOUT), so grants
-	// are provably in flight when the signal arrives.
+	// Box: identity answers slowly (well within BOX_IDENTITY_TIMEOUT), so
+	// grants are provably in flight when the signal arrives.
 	s.proxy.set(faultMode{delay: 600 * time.Millisecond})
 	const n = 8
 	type answer struct {
 		status int
+		body   map[string]any
 		err    error
 	}
 	answers := make(chan answer, n)
 	for i := 0; i < n; i++ {
 		go func() {
-			status, _, err := send("POST", s.box.URL+"/v1/operator/entitlements", op.token, map[string]any{"account_id": uuidFor(i), "product": "kit"})
-			answers <- answer{status, err}
+			status, body, err := send("POST", s.box.URL+"/v1/operator/entitlements", op.token, map[string]any{"account_id": uuidFor(i), "product": "kit"})
+			answers <- answer{status, body, err}
 		}()
 	}
 	testutil.Eventually(t, 10*time.Second, "grants in flight", func() bool { return s.proxy.inflight.Load() == n })
 	s.box.Signal(syscall.SIGTERM)
+	wrong := false
 	for i := 0; i < n; i++ {
 		a := <-answers
 		if a.err != nil || a.status != http.StatusCreated {
-			t.Errorf("in-flight grant during shutdown: %d %v, want 201", a.status, a.err)
+			t.Errorf("in-flight grant during shutdown: %d %v %v, want 201", a.status, a.body, a.err)
+			wrong = true
 		}
+	}
+	if wrong {
+		// The answer names a code; box's log says which dependency (and
+		// why) when that code is unavailable.
+		s.box.Wait(25 * time.Second)
+		t.Logf("box's log:\n%s", s.box.Logs())
 	}
 	if !s.box.Wait(25*time.Second) || s.box.ExitCode() != 0 {
 		t.Errorf("box did not exit 0 after draining:\n%s", s.box.Logs())
