@@ -278,8 +278,8 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (_ sql.Result
 	}
 	ctx, cancel := db.bound(ctx)
 	defer cancel()
-	q := db.Rebind(query)
-	if s := db.stmt(ctx, q); s != nil {
+	s, q := db.stmt(ctx, query)
+	if s != nil {
 		return s.ExecContext(ctx, args...)
 	}
 	return db.ExecContext(ctx, q, args...)
@@ -293,8 +293,8 @@ func (db *DB) Query(ctx context.Context, query string, args ...any) (_ *sql.Rows
 		defer func() { done(err) }()
 	}
 	ctx = db.boundRead(ctx)
-	q := db.Rebind(query)
-	if s := db.stmt(ctx, q); s != nil {
+	s, q := db.stmt(ctx, query)
+	if s != nil {
 		return s.QueryContext(ctx, args...)
 	}
 	return db.QueryContext(ctx, q, args...)
@@ -308,8 +308,8 @@ func (db *DB) QueryRow(ctx context.Context, query string, args ...any) (row *sql
 		defer func() { done(row.Err()) }()
 	}
 	ctx = db.boundRead(ctx)
-	q := db.Rebind(query)
-	if s := db.stmt(ctx, q); s != nil {
+	s, q := db.stmt(ctx, query)
+	if s != nil {
 		return s.QueryRowContext(ctx, args...)
 	}
 	return db.QueryRowContext(ctx, q, args...)
@@ -409,8 +409,8 @@ func (tx *Tx) bound(ctx context.Context) context.Context {
 // Exec runs a statement in the transaction.
 func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	ctx = tx.bound(ctx)
-	q := tx.db.Rebind(query)
-	if s := tx.db.stmt(ctx, q); s != nil {
+	s, q := tx.db.stmt(ctx, query)
+	if s != nil {
 		return tx.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
 	}
 	return tx.tx.ExecContext(ctx, q, args...)
@@ -419,8 +419,8 @@ func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 // Query runs a query in the transaction.
 func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	ctx = tx.bound(ctx)
-	q := tx.db.Rebind(query)
-	if s := tx.db.stmt(ctx, q); s != nil {
+	s, q := tx.db.stmt(ctx, query)
+	if s != nil {
 		return tx.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
 	}
 	return tx.tx.QueryContext(ctx, q, args...)
@@ -429,8 +429,8 @@ func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 // QueryRow runs a single-row query in the transaction.
 func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	ctx = tx.bound(ctx)
-	q := tx.db.Rebind(query)
-	if s := tx.db.stmt(ctx, q); s != nil {
+	s, q := tx.db.stmt(ctx, query)
+	if s != nil {
 		return tx.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
 	}
 	return tx.tx.QueryRowContext(ctx, q, args...)

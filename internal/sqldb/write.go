@@ -277,8 +277,7 @@ func (db *DB) runGroup(ctx context.Context, ws []*queued, results []sql.Result, 
 // run executes w's statement in tx, or on its own when tx is nil. For a
 // WriteRow it returns what the scan returned.
 func (db *DB) run(ctx context.Context, tx *sql.Tx, w *queued) (sql.Result, error) {
-	q := db.Rebind(w.query)
-	s := db.stmt(ctx, q)
+	s, q := db.stmt(ctx, w.query)
 	if s != nil && tx != nil {
 		s = tx.StmtContext(ctx, s)
 	}
