@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/platformco/platform/internal/ids"
 	"io"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/ids"
 	"github.com/platformco/platform/internal/semver"
 )
 

@@ -3,12 +3,12 @@ package box
 import (
 	"encoding/base64"
 	"errors"
-	"github.com/platformco/platform/internal/ids"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/ids"
 	"github.com/platformco/platform/internal/semver"
 	"github.com/platformco/platform/internal/textrule"
 )

@@ -2,9 +2,10 @@ package events
 
 import (
 	"fmt"
-	"github.com/platformco/platform/internal/ids"
 	"slices"
 	"strings"
+
+	"github.com/platformco/platform/internal/ids"
 )
 
 // Type is a parsed event type <service>.<entity>.<action>.

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/platformco/platform/internal/ids"
 	"io/fs"
 	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/platformco/platform/internal/ids"
 )
 
 // Draft202012 is the only dialect payload schemas may declare.

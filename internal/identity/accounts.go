@@ -2,10 +2,10 @@ package identity
 
 import (
 	"context"
-	"github.com/platformco/platform/internal/ids"
 	"strings"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/ids"
 )
 
 // MinRole is the minimum role of each account operation (identity.md

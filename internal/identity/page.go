@@ -2,12 +2,12 @@ package identity
 
 import (
 	"encoding/base64"
-	"github.com/platformco/platform/internal/ids"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/ids"
 )
 
 // List limits: a page holds DefaultPageSize items unless the caller asks

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"github.com/platformco/platform/internal/ids"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -15,6 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/ids"
 )
 
 // Options are the service's policies.

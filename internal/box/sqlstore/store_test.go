@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/errs"

@@ -18,6 +18,7 @@ import (
 
 	"github.com/distribution/distribution/v3/configuration"
 	"github.com/distribution/distribution/v3/registry/handlers"
+
 	// The filesystem driver registers itself with Distribution's driver
 	// factory; it is the only storage the embedded registry uses.
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/filesystem"
