@@ -168,7 +168,7 @@ func New(rawURL string, opts Options) (*DB, error) {
 	db.writes = &group{maxLeaders: 2, run: db.commitGroup}
 	if engine == SQLite {
 		db.writer = make(chan struct{}, 1)
-		db.stmts = &stmtCache{stmts: map[string]*sql.Stmt{}}
+		db.stmts = newStmtCache(maxCachedStatements)
 		db.writes.maxLeaders = 1
 		db.startCheckpointer()
 	}
@@ -280,6 +280,7 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (_ sql.Result
 	defer cancel()
 	s, q := db.stmt(ctx, query)
 	if s != nil {
+		defer s.release()
 		return s.ExecContext(ctx, args...)
 	}
 	return db.ExecContext(ctx, q, args...)
@@ -295,6 +296,7 @@ func (db *DB) Query(ctx context.Context, query string, args ...any) (_ *sql.Rows
 	ctx = db.boundRead(ctx)
 	s, q := db.stmt(ctx, query)
 	if s != nil {
+		defer s.release()
 		return s.QueryContext(ctx, args...)
 	}
 	return db.QueryContext(ctx, q, args...)
@@ -310,6 +312,7 @@ func (db *DB) QueryRow(ctx context.Context, query string, args ...any) (row *sql
 	ctx = db.boundRead(ctx)
 	s, q := db.stmt(ctx, query)
 	if s != nil {
+		defer s.release()
 		return s.QueryRowContext(ctx, args...)
 	}
 	return db.QueryRowContext(ctx, q, args...)
@@ -411,7 +414,8 @@ func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 	ctx = tx.bound(ctx)
 	s, q := tx.db.stmt(ctx, query)
 	if s != nil {
-		return tx.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
+		defer s.release()
+		return tx.tx.StmtContext(ctx, s.Stmt).ExecContext(ctx, args...)
 	}
 	return tx.tx.ExecContext(ctx, q, args...)
 }
@@ -421,7 +425,8 @@ func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 	ctx = tx.bound(ctx)
 	s, q := tx.db.stmt(ctx, query)
 	if s != nil {
-		return tx.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
+		defer s.release()
+		return tx.tx.StmtContext(ctx, s.Stmt).QueryContext(ctx, args...)
 	}
 	return tx.tx.QueryContext(ctx, q, args...)
 }
@@ -431,7 +436,8 @@ func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row 
 	ctx = tx.bound(ctx)
 	s, q := tx.db.stmt(ctx, query)
 	if s != nil {
-		return tx.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
+		defer s.release()
+		return tx.tx.StmtContext(ctx, s.Stmt).QueryRowContext(ctx, args...)
 	}
 	return tx.tx.QueryRowContext(ctx, q, args...)
 }

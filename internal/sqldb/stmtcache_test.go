@@ -3,6 +3,8 @@ package sqldb_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
 
@@ -78,7 +80,7 @@ func TestPreparedStatementsUnderConcurrency(t *testing.T) {
 }
 
 // TestStatementCacheBound runs more distinct texts than the cache keeps:
-// the ones past the bound run unprepared and still answer.
+// every one answers, prepared or not.
 func TestStatementCacheBound(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		ctx := context.Background()
@@ -96,4 +98,109 @@ func TestStatementCacheBound(t *testing.T) {
 			t.Fatal("a malformed statement ran")
 		}
 	})
+}
+
+// TestStatementCacheKeepsRecentTexts: one-off texts (a multi-row
+// statement's each row count) pass through a full cache without pushing
+// out the text a service runs all the time.
+func TestStatementCacheKeepsRecentTexts(t *testing.T) {
+	ctx := context.Background()
+	db := sqltest.Open(t, sqldb.SQLite, testSchema)
+	db.StatementCacheSize(4)
+	const fixed = `SELECT count(*) FROM t WHERE id > $1`
+	for i := range 50 {
+		var n, got int
+		if err := db.QueryRow(ctx, fixed, 0).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("fixed query: %d, %v", n, err)
+		}
+		if err := db.QueryRow(ctx, fmt.Sprintf(`SELECT %d + $1`, i), 1).Scan(&got); err != nil || got != i+1 {
+			t.Fatalf("one-off %d: %d, %v", i, got, err)
+		}
+	}
+	cached := db.CachedStatements()
+	if len(cached) != 4 || !slices.Contains(cached, fixed) || slices.Contains(cached, `SELECT 0 + $1`) {
+		t.Fatalf("cached texts = %q; want the 4 most recent, the fixed query among them", cached)
+	}
+}
+
+// TestStatementCacheEvictionUnderUse races callers over more texts than a
+// two-statement cache keeps, through every kind of call (inside
+// transactions too, and rows read after other callers evicted their
+// statement): an evicted statement is closed only once no call runs on
+// it, so none fails with a closed statement.
+func TestStatementCacheEvictionUnderUse(t *testing.T) {
+	ctx := context.Background()
+	db := sqltest.Open(t, sqldb.SQLite, testSchema)
+	db.StatementCacheSize(2)
+	for id := 1; id <= 3; id++ {
+		if _, err := db.Exec(ctx, `INSERT INTO t (id) VALUES ($1)`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const callers, each, texts = 16, 60, 5
+	var wg sync.WaitGroup
+	errc := make(chan error, callers*each)
+	for c := range callers {
+		wg.Go(func() {
+			for i := range each {
+				k := (c + i) % texts
+				q := fmt.Sprintf(`SELECT id + %d FROM t WHERE id >= $1 ORDER BY id`, k)
+				if err := evictionCall(ctx, db, (c+i)%4, q, k); err != nil {
+					errc <- fmt.Errorf("caller %d, call %d: %w", c, i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	if n := len(db.CachedStatements()); n > 2 {
+		t.Errorf("%d statements cached, want at most 2", n)
+	}
+}
+
+// evictionCall runs q (ids plus k, from id 1) as one of four kinds of call
+// and checks what it answers.
+func evictionCall(ctx context.Context, db *sqldb.DB, kind int, q string, k int) error {
+	switch kind {
+	case 0:
+		var first int
+		if err := db.QueryRow(ctx, q, 1).Scan(&first); err != nil || first != 1+k {
+			return fmt.Errorf("QueryRow: %d, %v", first, err)
+		}
+	case 1:
+		rows, err := db.Query(ctx, q, 1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		runtime.Gosched() // others evict the statement meanwhile
+		want := 1 + k
+		for rows.Next() {
+			var got int
+			if err := rows.Scan(&got); err != nil || got != want {
+				return fmt.Errorf("Query row: %d, %v; want %d", got, err, want)
+			}
+			want++
+		}
+		if err := rows.Err(); err != nil || want != 4+k {
+			return fmt.Errorf("Query: ended at %d, %v", want, err)
+		}
+	case 2:
+		if _, err := db.Write(ctx, fmt.Sprintf(`UPDATE t SET parent = NULL WHERE id >= $1 AND %d >= 0`, k), 1); err != nil {
+			return fmt.Errorf("Write: %w", err)
+		}
+	default:
+		return db.InTx(ctx, func(tx *sqldb.Tx) error {
+			var first int
+			if err := tx.QueryRow(ctx, q, 2).Scan(&first); err != nil || first != 2+k {
+				return fmt.Errorf("Tx.QueryRow: %d, %v", first, err)
+			}
+			_, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE t SET parent = NULL WHERE id = $1 AND %d >= 0`, k), 3)
+			return err
+		})
+	}
+	return nil
 }

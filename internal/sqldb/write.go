@@ -277,9 +277,14 @@ func (db *DB) runGroup(ctx context.Context, ws []*queued, results []sql.Result, 
 // run executes w's statement in tx, or on its own when tx is nil. For a
 // WriteRow it returns what the scan returned.
 func (db *DB) run(ctx context.Context, tx *sql.Tx, w *queued) (sql.Result, error) {
-	s, q := db.stmt(ctx, w.query)
-	if s != nil && tx != nil {
-		s = tx.StmtContext(ctx, s)
+	cached, q := db.stmt(ctx, w.query)
+	var s *sql.Stmt
+	if cached != nil {
+		defer cached.release()
+		s = cached.Stmt
+		if tx != nil {
+			s = tx.StmtContext(ctx, s)
+		}
 	}
 	if w.scan == nil {
 		switch {
