@@ -1,7 +1,8 @@
 # The platform's everyday commands. `make test` is the everyday test command
 # (unit and contract tests, SQLite always, PostgreSQL when TEST_DATABASE_URL
-# is set); `make e2e` runs the real-binary suites; .ci/run runs both with
-# -race, plus the linters and the module checks.
+# is set, and the load harness's own tests); `make e2e` runs the real-binary
+# suites; .ci/run runs both with -race, plus the linters and the module
+# checks.
 GO         ?= go
 TESTFLAGS  ?=
 BENCHTIME  ?= 1s
@@ -18,6 +19,7 @@ build:
 test:
 	@if [ -z "$$TEST_DATABASE_URL" ]; then echo "TEST_DATABASE_URL not set: PostgreSQL tests skipped (SQLite only)"; fi
 	$(GO) test $(TESTFLAGS) ./...
+	$(GO) -C bench test $(TESTFLAGS) ./...
 
 # e2e runs the suites that start the real binary (build tag e2e):
 # cmd/platform's *_e2e_test.go, internal/e2e/reliability, internal/box/e2e.

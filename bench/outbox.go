@@ -75,6 +75,9 @@ func (b *bench) outbox(ctx context.Context) (*Scenario, error) {
 	}
 	// check records whether the run stored exactly want messages: each row
 	// once, each acknowledged raw publish once.
+	// A wrong count says what the stream and the table hold, so that a
+	// miss tells a message stored twice (one id, two sequences) from a
+	// row the run should not have had.
 	var runs, stored int64
 	var wrong []string
 	check := func(label string, want int64) error {
@@ -85,7 +88,15 @@ func (b *bench) outbox(ctx context.Context) (*Scenario, error) {
 		runs++
 		stored += int64(n)
 		if int64(n) != want {
-			wrong = append(wrong, fmt.Sprintf("%s: %d messages for %d", label, n, want))
+			why, err := diagnoseStream(ctx, js, stream, n)
+			if err != nil {
+				why = "not diagnosed: " + err.Error()
+			}
+			var rows int64
+			if err := db.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&rows); err == nil {
+				why += fmt.Sprintf(", outbox table %d rows", rows)
+			}
+			wrong = append(wrong, fmt.Sprintf("%s: %d messages for %d (%s)", label, n, want, why))
 		}
 		return nil
 	}
@@ -434,6 +445,56 @@ func streamMessages(ctx context.Context, js jetstream.JetStream, stream events.S
 		return 0, err
 	}
 	return info.State.Msgs, nil
+}
+
+// diagnoseStream reads the stream's n messages' headers and says how
+// many distinct Nats-Msg-Id it holds and, for the first id stored twice,
+// both sequences and how far apart they were stored.
+func diagnoseStream(ctx context.Context, js jetstream.JetStream, stream events.Stream, n uint64) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, stream.Name, jetstream.OrderedConsumerConfig{HeadersOnly: true})
+	if err != nil {
+		return "", err
+	}
+	type seen struct {
+		seq uint64
+		at  time.Time
+	}
+	ids := make(map[string]seen, n)
+	repeat := ""
+	for read := uint64(0); read < n; {
+		batch, err := cons.FetchNoWait(1000)
+		if err != nil {
+			return "", err
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			read++
+			meta, err := msg.Metadata()
+			if err != nil {
+				return "", err
+			}
+			id := msg.Headers().Get(jetstream.MsgIDHeader)
+			if first, dup := ids[id]; dup && repeat == "" {
+				repeat = fmt.Sprintf("; first repeat %s at sequences %d and %d, stored %s apart",
+					id, first.seq, meta.Sequence.Stream, meta.Timestamp.Sub(first.at).Round(time.Millisecond))
+			} else if !dup {
+				ids[id] = seen{meta.Sequence.Stream, meta.Timestamp}
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return "", err
+		}
+		if got == 0 {
+			if err := ctx.Err(); err != nil {
+				return "", fmt.Errorf("read %d of %d messages: %w", read, n, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return fmt.Sprintf("%d distinct message ids%s", len(ids), repeat), nil
 }
 
 func batchName(n int) string {

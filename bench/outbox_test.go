@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/platformco/platform/internal/events"
+	"github.com/platformco/platform/internal/events/embeddednats"
+)
+
+// TestDiagnoseStream: a message id stored twice (published again after
+// the stream's duplicate window) is named with both sequences.
+func TestDiagnoseStream(t *testing.T) {
+	ctx := context.Background()
+	srv, err := embeddednats.StartServer(ctx, embeddednats.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := events.Stream{Name: "DIAGNOSE"}.WithDefaults()
+	// A window far shorter than the platform's, so the test can pass it.
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream.Name, Subjects: []string{stream.SubjectPrefix + ".>"}, Duplicates: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(id string) {
+		t.Helper()
+		if _, err := js.Publish(ctx, stream.Subject("identity.user.created"), []byte("{}"), jetstream.WithMsgID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("a")
+	publish("b")
+	time.Sleep(300 * time.Millisecond)
+	publish("a")
+	got, err := diagnoseStream(ctx, js, stream, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "2 distinct message ids; first repeat a at sequences 1 and 3, stored ") {
+		t.Errorf("diagnosis = %q", got)
+	}
+}
