@@ -88,13 +88,13 @@ func (b *bench) outbox(ctx context.Context) (*Scenario, error) {
 		runs++
 		stored += int64(n)
 		if int64(n) != want {
-			why, err := diagnoseStream(ctx, js, stream, n)
+			rows, err := outboxIDs(ctx, db)
+			why := ""
+			if err == nil {
+				why, err = diagnoseStream(ctx, js, stream, n, rows)
+			}
 			if err != nil {
 				why = "not diagnosed: " + err.Error()
-			}
-			var rows int64
-			if err := db.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&rows); err == nil {
-				why += fmt.Sprintf(", outbox table %d rows", rows)
 			}
 			wrong = append(wrong, fmt.Sprintf("%s: %d messages for %d (%s)", label, n, want, why))
 		}
@@ -447,10 +447,31 @@ func streamMessages(ctx context.Context, js jetstream.JetStream, stream events.S
 	return info.State.Msgs, nil
 }
 
+// outboxIDs are the ids of the outbox table's rows.
+func outboxIDs(ctx context.Context, db *sqldb.DB) (map[string]bool, error) {
+	rows, err := db.Query(ctx, `SELECT id FROM outbox`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids[id] = true
+	}
+	return ids, rows.Err()
+}
+
 // diagnoseStream reads the stream's n messages' headers and says how
 // many distinct Nats-Msg-Id it holds and, for the first id stored twice,
-// both sequences and how far apart they were stored.
-func diagnoseStream(ctx context.Context, js jetstream.JetStream, stream events.Stream, n uint64) (string, error) {
+// both sequences and how far apart they were stored; and, against rows
+// (the outbox table's ids; nil for the raw baseline), how many ids the
+// table does not hold, at which sequences and when, from the stream's
+// first message.
+func diagnoseStream(ctx context.Context, js jetstream.JetStream, stream events.Stream, n uint64, rows map[string]bool) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	cons, err := js.OrderedConsumer(ctx, stream.Name, jetstream.OrderedConsumerConfig{HeadersOnly: true})
@@ -463,6 +484,9 @@ func diagnoseStream(ctx context.Context, js jetstream.JetStream, stream events.S
 	}
 	ids := make(map[string]seen, n)
 	repeat := ""
+	var start time.Time
+	var foreign int
+	var firstForeign, lastForeign seen
 	for read := uint64(0); read < n; {
 		batch, err := cons.FetchNoWait(1000)
 		if err != nil {
@@ -476,12 +500,23 @@ func diagnoseStream(ctx context.Context, js jetstream.JetStream, stream events.S
 			if err != nil {
 				return "", err
 			}
+			at := seen{meta.Sequence.Stream, meta.Timestamp}
+			if start.IsZero() {
+				start = at.at
+			}
 			id := msg.Headers().Get(jetstream.MsgIDHeader)
+			if rows != nil && !rows[id] {
+				if foreign == 0 {
+					firstForeign = at
+				}
+				foreign++
+				lastForeign = at
+			}
 			if first, dup := ids[id]; dup && repeat == "" {
 				repeat = fmt.Sprintf("; first repeat %s at sequences %d and %d, stored %s apart",
-					id, first.seq, meta.Sequence.Stream, meta.Timestamp.Sub(first.at).Round(time.Millisecond))
+					id, first.seq, at.seq, at.at.Sub(first.at).Round(time.Millisecond))
 			} else if !dup {
-				ids[id] = seen{meta.Sequence.Stream, meta.Timestamp}
+				ids[id] = at
 			}
 		}
 		if err := batch.Error(); err != nil {
@@ -494,7 +529,15 @@ func diagnoseStream(ctx context.Context, js jetstream.JetStream, stream events.S
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	return fmt.Sprintf("%d distinct message ids%s", len(ids), repeat), nil
+	why := fmt.Sprintf("%d distinct message ids%s", len(ids), repeat)
+	if rows != nil {
+		why += fmt.Sprintf("; outbox table %d rows", len(rows))
+		if foreign > 0 {
+			why += fmt.Sprintf("; %d ids not in the table, sequences %d–%d, stored %s–%s after the stream's first message",
+				foreign, firstForeign.seq, lastForeign.seq, firstForeign.at.Sub(start).Round(time.Millisecond), lastForeign.at.Sub(start).Round(time.Millisecond))
+		}
+	}
+	return why, nil
 }
 
 func batchName(n int) string {

@@ -14,7 +14,8 @@ import (
 )
 
 // TestDiagnoseStream: a message id stored twice (published again after
-// the stream's duplicate window) is named with both sequences.
+// the stream's duplicate window) is named with both sequences, and an id
+// the outbox table does not hold with its sequence.
 func TestDiagnoseStream(t *testing.T) {
 	ctx := context.Background()
 	srv, err := embeddednats.StartServer(ctx, embeddednats.Options{Dir: t.TempDir()})
@@ -46,11 +47,12 @@ func TestDiagnoseStream(t *testing.T) {
 	publish("b")
 	time.Sleep(300 * time.Millisecond)
 	publish("a")
-	got, err := diagnoseStream(ctx, js, stream, 3)
+	got, err := diagnoseStream(ctx, js, stream, 3, map[string]bool{"a": true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(got, "2 distinct message ids; first repeat a at sequences 1 and 3, stored ") {
+	if !strings.HasPrefix(got, "2 distinct message ids; first repeat a at sequences 1 and 3, stored ") ||
+		!strings.Contains(got, "; outbox table 1 rows; 1 ids not in the table, sequences 2–2, stored ") {
 		t.Errorf("diagnosis = %q", got)
 	}
 }
