@@ -121,14 +121,14 @@ func TestGracefulShutdownDrains(t *testing.T) {
 			wrong = true
 		}
 	}
-	if wrong {
-		// The answer names a code; box's log says which dependency (and
-		// why) when that code is unavailable.
-		s.box.Wait(25 * time.Second)
-		t.Logf("box's log:\n%s", s.box.Logs())
+	exited := s.box.Wait(25*time.Second) && s.box.ExitCode() == 0
+	if !exited {
+		t.Errorf("box did not exit 0 after draining")
 	}
-	if !s.box.Wait(25*time.Second) || s.box.ExitCode() != 0 {
-		t.Errorf("box did not exit 0 after draining:\n%s", s.box.Logs())
+	if wrong || !exited {
+		// A wrong answer names a code; box's log says which dependency
+		// (and why) when that code is unavailable.
+		t.Logf("box's log:\n%s", s.box.Logs())
 	}
 	s.proxy.set(faultMode{})
 	if got := count(t, s.boxDB, `SELECT count(*) FROM entitlements`); got != n {
