@@ -286,26 +286,35 @@ func (s *Store) RemoveMember(ctx context.Context, accountID, userID, by string) 
 		if err != nil {
 			return err
 		}
-		if m.Role == identity.RoleOwner {
-			if byRole != identity.RoleOwner {
-				return identity.ErrOwnerByAdmin
-			}
-			n, err := ownerCount(ctx, tx, accountID)
-			if err != nil {
-				return err
-			}
-			if n <= 1 {
-				return identity.ErrLastOwnerRemoved
-			}
+		if m.Role == identity.RoleOwner && byRole != identity.RoleOwner {
+			return identity.ErrOwnerByAdmin
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM memberships WHERE account_id = $1 AND user_id = $2`, accountID, userID); err != nil {
-			return err
-		}
-		if err := revokeCreatorKeys(ctx, tx, accountID, userID, by); err != nil {
-			return err
-		}
-		return writeEvents(ctx, tx, identity.MemberRemoved(accountID, userID, by))
+		return dropMember(ctx, tx, m, by)
 	})
+}
+
+// dropMember ends membership m, by's doing (m's user's own when they
+// leave): an owner's only while another owner remains, which the caller's
+// lockAccount keeps true until the commit. The API keys m's user created
+// for the account are revoked with it.
+func dropMember(ctx context.Context, tx *sqldb.Tx, m identity.Membership, by string) error {
+	accountID := m.AccountID
+	if m.Role == identity.RoleOwner {
+		n, err := ownerCount(ctx, tx, accountID)
+		if err != nil {
+			return err
+		}
+		if n <= 1 {
+			return identity.ErrLastOwnerRemoved
+		}
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM memberships WHERE account_id = $1 AND user_id = $2`, accountID, m.UserID); err != nil {
+		return err
+	}
+	if err := revokeCreatorKeys(ctx, tx, accountID, m.UserID, by); err != nil {
+		return err
+	}
+	return writeEvents(ctx, tx, identity.MemberRemoved(accountID, m.UserID, by))
 }
 
 // CreateInvitation implements identity.Store.

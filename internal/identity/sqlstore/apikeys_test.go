@@ -96,6 +96,36 @@ func TestAPIKeys(t *testing.T) {
 			_, err = env.Service.Authenticate(ctx, bk.Token, team.Account.ID)
 			wantCode(t, err, identity.CodeUnauthorized)
 		})
+		// A member removed by an owner and one who leaves lose their keys
+		// alike, in the transaction that ends the membership.
+		t.Run("OKCreatorRemovedOrLeavingLosesKeys", func(t *testing.T) {
+			for _, tc := range []struct {
+				email string
+				leave bool
+			}{{"cy@example.com", false}, {"di@example.com", true}} {
+				p := env.Join(t, team, env.User(t, tc.email), identity.RoleAdmin)
+				pk, err := env.Service.CreateAPIKey(ctx, p, identity.CreateAPIKeyInput{Name: tc.email, Scopes: []string{"account:read"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				by := team
+				if tc.leave {
+					by = p
+				}
+				if err := env.Service.RemoveMember(ctx, by, p.User.ID); err != nil {
+					t.Fatalf("%s: remove (leave=%v): %v", tc.email, tc.leave, err)
+				}
+				_, err = env.Service.Authenticate(ctx, pk.Token, team.Account.ID)
+				wantCode(t, err, identity.CodeUnauthorized)
+				revoked := false
+				for _, e := range eventsOf(t, env, identity.EventAPIKeyRevoked) {
+					revoked = revoked || e.Subject == pk.ID
+				}
+				if !revoked {
+					t.Errorf("%s: no api_key.revoked event for key %s (leave=%v)", tc.email, pk.ID, tc.leave)
+				}
+			}
+		})
 	})
 }
 

@@ -95,22 +95,7 @@ func (s *Store) LeaveAccount(ctx context.Context, accountID, userID string) erro
 		if err != nil {
 			return err
 		}
-		if m.Role == identity.RoleOwner {
-			n, err := ownerCount(ctx, tx, accountID)
-			if err != nil {
-				return err
-			}
-			if n <= 1 {
-				return identity.ErrLastOwnerRemoved
-			}
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM memberships WHERE account_id = $1 AND user_id = $2`, accountID, userID); err != nil {
-			return err
-		}
-		if err := revokeCreatorKeys(ctx, tx, accountID, userID, userID); err != nil {
-			return err
-		}
-		return writeEvents(ctx, tx, identity.MemberRemoved(accountID, userID, userID))
+		return dropMember(ctx, tx, m, userID)
 	})
 }
 
