@@ -43,7 +43,7 @@ func (s *server) createAccount(w http.ResponseWriter, r *http.Request, sess *ses
 			p.Error = "Please correct the fields marked below."
 		}
 		if status == http.StatusServiceUnavailable {
-			s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+			s.unavailable(w, r, &sess.Me)
 			return
 		}
 		s.renderAccounts(w, r, sess, p, status)
@@ -104,7 +104,7 @@ func (s *server) account(w http.ResponseWriter, r *http.Request, sess *session) 
 
 func (s *server) renderAccount(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int, inv *Invitation) {
 	if status == http.StatusServiceUnavailable {
-		s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+		s.unavailable(w, r, &sess.Me)
 		return
 	}
 	a, members, ok := withAccount(s, w, r, sess, s.api.Members)
@@ -277,7 +277,7 @@ func (s *server) claim(w http.ResponseWriter, r *http.Request, sess *session) {
 		p := &page{}
 		status := formFailure(p, err)
 		if status == http.StatusServiceUnavailable {
-			s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+			s.unavailable(w, r, &sess.Me)
 			return
 		}
 		s.renderEntitlements(w, r, sess, p, status)
@@ -318,7 +318,7 @@ func (s *server) approve(w http.ResponseWriter, r *http.Request, sess *session) 
 		p := &page{}
 		status := formFailure(p, err)
 		if status == http.StatusServiceUnavailable {
-			s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+			s.unavailable(w, r, &sess.Me)
 			return
 		}
 		s.renderReleases(w, r, sess, p, status)
@@ -386,7 +386,7 @@ func (s *server) fetch(w http.ResponseWriter, r *http.Request, sess *session) {
 			p.Error = "Please correct the fields marked below."
 		}
 		if status == http.StatusServiceUnavailable {
-			s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+			s.unavailable(w, r, &sess.Me)
 			return
 		}
 		s.renderDownloads(w, r, sess, p, status, nil)

@@ -78,7 +78,7 @@ func (s *server) webhooks(w http.ResponseWriter, r *http.Request, sess *session)
 // instead of failing.
 func (s *server) renderWebhooks(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int, d webhooksData) {
 	if status == http.StatusServiceUnavailable {
-		s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+		s.unavailable(w, r, &sess.Me)
 		return
 	}
 	a, ok := s.loadAccount(w, r, sess)
@@ -270,7 +270,7 @@ func (s *server) retryDelivery(w http.ResponseWriter, r *http.Request, sess *ses
 		p := &page{}
 		status := formFailure(p, err)
 		if status == http.StatusServiceUnavailable {
-			s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+			s.unavailable(w, r, &sess.Me)
 			return
 		}
 		s.renderDeliveries(w, r, sess, p, status)
@@ -369,7 +369,7 @@ func (s *server) exchange(w http.ResponseWriter, r *http.Request, sess *session)
 			p.Error, status = "This capability is not valid. Get a new one below.", http.StatusNotFound
 		}
 		if status == http.StatusServiceUnavailable {
-			s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+			s.unavailable(w, r, &sess.Me)
 			return
 		}
 		s.renderDownloads(w, r, sess, p, status, nil)

@@ -244,7 +244,7 @@ func (s *server) createAPIKey(w http.ResponseWriter, r *http.Request, sess *sess
 		p := &page{Form: map[string]string{"name": name}}
 		status := formFailure(p, err)
 		if status == http.StatusServiceUnavailable {
-			s.render(w, r, status, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+			s.unavailable(w, r, &sess.Me)
 			return
 		}
 		s.renderAPIKeys(w, r, sess, p, status, "")

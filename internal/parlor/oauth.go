@@ -334,7 +334,7 @@ func (s *server) oauthFollow(w http.ResponseWriter, r *http.Request, sess *sessi
 	u, err := url.Parse(next)
 	if err != nil || u.Path != oauthCallbackPath || u.Query().Get("id") != id {
 		s.log.Error("identity answered an authorization request with an unexpected redirect", "path", u.Path)
-		s.render(w, r, http.StatusServiceUnavailable, "error", &page{Title: "Unavailable", User: &sess.Me, Error: unavailableText})
+		s.unavailable(w, r, &sess.Me)
 		return
 	}
 	http.Redirect(w, r, oauthCallbackPath+"?"+u.RawQuery, http.StatusSeeOther)
@@ -372,7 +372,7 @@ func (s *server) oauthError(w http.ResponseWriter, r *http.Request) {
 	}
 	reason := r.URL.Query().Get("reason")
 	if reason == "unavailable" {
-		s.render(w, r, http.StatusServiceUnavailable, "error", &page{Title: "Unavailable", User: user, Error: unavailableText})
+		s.unavailable(w, r, user)
 		return
 	}
 	e, ok := oauthErrors[reason]

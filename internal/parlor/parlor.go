@@ -168,7 +168,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, user *Me, err erro
 		if StatusOf(err) == 0 || StatusOf(err) >= 500 {
 			s.log.WarnContext(r.Context(), "platform API unavailable", "path", r.URL.Path, "err", err.Error())
 		}
-		s.render(w, r, http.StatusServiceUnavailable, "error", &page{Title: "Unavailable", User: user, Error: unavailableText})
+		s.unavailable(w, r, user)
 	case StatusOf(err) == http.StatusNotFound:
 		s.notFound(w, r, user)
 	case StatusOf(err) == http.StatusForbidden:
@@ -181,6 +181,12 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, user *Me, err erro
 func (s *server) notFound(w http.ResponseWriter, r *http.Request, user *Me) {
 	s.render(w, r, http.StatusNotFound, "error", &page{Title: "Not found", User: user,
 		Error: "There is nothing here, or it is not visible to you."})
+}
+
+// unavailable answers 503 with the page that asks to try again: the
+// platform's API did not answer, or not as it should.
+func (s *server) unavailable(w http.ResponseWriter, r *http.Request, user *Me) {
+	s.render(w, r, http.StatusServiceUnavailable, "error", &page{Title: "Unavailable", User: user, Error: unavailableText})
 }
 
 // formFailure turns an API refusal of a form into the page's words: the
