@@ -47,30 +47,3 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, token string) (User, e
 		return s.mail.Mail(TemplateEmailChangedNotice, oldEmail, map[string]string{"new_email": newEmail})
 	})
 }
-
-// checkPassword proves a signed-in caller's password, counting a wrong one
-// toward the lockout as a sign-in does.
-func (s *Service) checkPassword(ctx context.Context, p Principal, password string) error {
-	cred, err := s.store.Credentials(ctx, p.User.Email)
-	if err != nil {
-		return err
-	}
-	if cred.LockedUntil != nil && cred.LockedUntil.After(s.opts.Now()) {
-		return LockedError(*cred.LockedUntil, s.opts.Now())
-	}
-	ok, _, err := s.hasher.Verify(ctx, password, cred.PasswordHash)
-	if err != nil {
-		return err
-	}
-	if ok {
-		return nil
-	}
-	counted, until, err := s.store.RecordLoginFailure(ctx, cred.UserID, s.opts.LockoutThreshold, s.opts.LockoutDuration)
-	if err != nil {
-		return err
-	}
-	if !counted {
-		return LockedError(until, s.opts.Now())
-	}
-	return ErrInvalidCredentials
-}

@@ -38,6 +38,19 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, current, next
 	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
 		return err
 	}
+	if err := s.checkPassword(ctx, p, current); err != nil {
+		return err
+	}
+	hash, err := s.hasher.Hash(ctx, next)
+	if err != nil {
+		return err
+	}
+	return s.store.ChangePassword(ctx, p.User.ID, p.SessionID, hash)
+}
+
+// checkPassword proves a signed-in caller's password, counting a wrong one
+// toward the lockout as a sign-in does.
+func (s *Service) checkPassword(ctx context.Context, p Principal, password string) error {
 	cred, err := s.store.Credentials(ctx, p.User.Email)
 	if err != nil {
 		return err
@@ -45,23 +58,19 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, current, next
 	if cred.LockedUntil != nil && cred.LockedUntil.After(s.opts.Now()) {
 		return LockedError(*cred.LockedUntil, s.opts.Now())
 	}
-	ok, _, err := s.hasher.Verify(ctx, current, cred.PasswordHash)
+	ok, _, err := s.hasher.Verify(ctx, password, cred.PasswordHash)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		counted, until, err := s.store.RecordLoginFailure(ctx, cred.UserID, s.opts.LockoutThreshold, s.opts.LockoutDuration)
-		if err != nil {
-			return err
-		}
-		if !counted {
-			return LockedError(until, s.opts.Now())
-		}
-		return ErrInvalidCredentials
+	if ok {
+		return nil
 	}
-	hash, err := s.hasher.Hash(ctx, next)
+	counted, until, err := s.store.RecordLoginFailure(ctx, cred.UserID, s.opts.LockoutThreshold, s.opts.LockoutDuration)
 	if err != nil {
 		return err
 	}
-	return s.store.ChangePassword(ctx, cred.UserID, p.SessionID, hash)
+	if !counted {
+		return LockedError(until, s.opts.Now())
+	}
+	return ErrInvalidCredentials
 }
