@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -76,16 +77,22 @@ func Observe(logger *slog.Logger, internal http.HandlerFunc) Middleware {
 				if status == 0 {
 					status = http.StatusOK
 				}
-				logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
-					slog.String("method", r.Method),
-					slog.String("path", r.URL.Path),
-					slog.Int("status", status),
-					slog.Int("bytes", rec.bytes),
-					slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-					slog.String("span_id", trace.SpanID),
-				)
+				logRequest(r.Context(), logger, r.Method, r.URL.Path, status, rec.bytes, time.Since(start), trace.SpanID)
 			}()
 			next.ServeHTTP(rec, r)
 		})
 	}
+}
+
+// logRequest writes the line Observe logs for every request
+// (BenchmarkRequestLine).
+func logRequest(ctx context.Context, logger *slog.Logger, method, path string, status, bytes int, took time.Duration, spanID string) {
+	logger.LogAttrs(ctx, slog.LevelInfo, "request",
+		slog.String("method", method),
+		slog.String("path", path),
+		slog.Int("status", status),
+		slog.Int("bytes", bytes),
+		slog.Float64("duration_ms", float64(took.Microseconds())/1000),
+		slog.String("span_id", spanID),
+	)
 }
