@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/platformco/platform/internal/events"
-	"github.com/platformco/platform/internal/events/embeddednats"
+	"github.com/platformco/platform/internal/events/eventstest"
 )
 
 // TestDiagnoseStream: a message id stored twice (published again after
@@ -18,21 +16,9 @@ import (
 // the outbox table does not hold with its sequence.
 func TestDiagnoseStream(t *testing.T) {
 	ctx := context.Background()
-	srv, err := embeddednats.StartServer(ctx, embeddednats.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream := events.Stream{Name: "DIAGNOSE"}.WithDefaults()
+	b := eventstest.Embedded(t)
+	_, js := eventstest.Connect(t, b)
+	stream := b.Stream
 	// A window far shorter than the platform's, so the test can pass it.
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream.Name, Subjects: []string{stream.SubjectPrefix + ".>"}, Duplicates: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
