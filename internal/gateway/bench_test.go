@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/gateway"
-	"github.com/platformco/platform/internal/gateway/gatewaytest"
-	"github.com/platformco/platform/internal/gateway/jwks"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/testutil"
+	"github.com/platformco/platform/internal/tokens"
+	"github.com/platformco/platform/internal/tokens/tokenstest"
 )
 
 // BenchmarkGatewayOverhead sends the same authenticated request to an
@@ -27,11 +27,11 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"id":"0b7c1f7e-6a55-4d3b-9f0e-3d7b1c2a9e10","email":"ada@example.com"}`))
 	})
-	ks := gatewaytest.NewKeyServer(b, mux)
+	ks := tokenstest.NewKeyServer(b, mux)
 	cache := usableKeys(b, ks)
 	gw := gateway.New(gateway.Options{
 		IdentityURL: mustURL(b, ks.URL),
-		Verifier:    gateway.NewVerifier(cache, ks.Issuer),
+		Verifier:    tokens.NewVerifier(cache, ks.Issuer),
 		Keys:        cache,
 		Limiter:     ratelimit.NewLocal(1 << 30),
 	})
@@ -60,7 +60,7 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 	b.Run("direct", func(b *testing.B) { run(b, ks.URL) })
 	b.Run("via_gateway", func(b *testing.B) { run(b, front.URL) })
 	b.Run("verify_only", func(b *testing.B) {
-		v := gateway.NewVerifier(cache, ks.Issuer)
+		v := tokens.NewVerifier(cache, ks.Issuer)
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := v.Verify(b.Context(), token); err != nil {
@@ -92,11 +92,11 @@ func (u cannedUpstream) RoundTrip(req *http.Request) (*http.Response, error) {
 // upstream answered in memory and the log formatted but discarded: what
 // the edge adds on top of the sockets a forwarder needs anyway.
 func BenchmarkGatewayEdge(b *testing.B) {
-	ks := gatewaytest.NewKeyServer(b, http.NewServeMux())
+	ks := tokenstest.NewKeyServer(b, http.NewServeMux())
 	cache := usableKeys(b, ks)
 	gw := gateway.New(gateway.Options{
 		IdentityURL: mustURL(b, "http://127.0.0.1:1"),
-		Verifier:    gateway.NewVerifier(cache, ks.Issuer),
+		Verifier:    tokens.NewVerifier(cache, ks.Issuer),
 		Keys:        cache,
 		Limiter:     ratelimit.NewLocal(1 << 30),
 		Transport:   cannedUpstream{body: []byte(`{"id":"0b7c1f7e-6a55-4d3b-9f0e-3d7b1c2a9e10","kind":"personal","name":"Ada"}`)},
@@ -118,8 +118,8 @@ func BenchmarkGatewayEdge(b *testing.B) {
 
 // usableKeys returns a key cache of ks's key set once it can verify; the
 // cache stops with the benchmark.
-func usableKeys(b *testing.B, ks *gatewaytest.KeyServer) *jwks.Cache {
-	cache := jwks.New(jwks.Options{URL: ks.JWKSURL(), TTL: time.Hour})
+func usableKeys(b *testing.B, ks *tokenstest.KeyServer) *tokens.Cache {
+	cache := tokens.New(tokens.Options{URL: ks.JWKSURL(), TTL: time.Hour})
 	go cache.Run(b.Context())
 	testutil.Eventually(b, 10*time.Second, "the key set", func() bool { return cache.Status(time.Now()).Usable })
 	return cache

@@ -85,7 +85,7 @@ func (g *Gateway) login(w http.ResponseWriter, r *http.Request) {
 	}
 	claims, err := g.verifier.Verify(r.Context(), out.Token)
 	if err != nil {
-		if errors.Is(err, errInvalidToken) {
+		if errs.Code(err) == CodeInvalidToken {
 			// identity issued a token this gateway cannot verify: an
 			// issuer or key-set misconfiguration, not the caller's fault.
 			g.log.ErrorContext(r.Context(), "identity issued a token that does not verify; check IDENTITY_ISSUER")
@@ -190,7 +190,7 @@ func (g *Gateway) session(w http.ResponseWriter, r *http.Request) {
 	}
 	claims, err := g.verifier.Verify(r.Context(), sess.Token)
 	if err != nil {
-		if errors.Is(err, errInvalidToken) {
+		if errs.Code(err) == CodeInvalidToken {
 			clearSessionCookie(w)
 			err = errNoSession
 		}

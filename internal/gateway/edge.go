@@ -13,6 +13,7 @@ import (
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
+	"github.com/platformco/platform/internal/tokens"
 )
 
 // caller is who a request comes from, as far as the gateway could tell.
@@ -35,6 +36,7 @@ const identityCookie = "__Host-session"
 var (
 	errTokenRequired = errs.New(CodeTokenRequired, "this route needs a bearer token")
 	errNoSession     = errs.New(CodeNotAuthenticated, "no signed-in browser session")
+	errInvalidToken  = errs.New(CodeInvalidToken, "the access token is invalid or expired")
 	errSessionsDown  = errs.New(CodeSessionStoreUnavailable, "browser sessions are unavailable; try again shortly")
 	errOrigin        = errs.New(CodeOriginRefused, "a cookie-authenticated change must come from an allowed origin")
 )
@@ -115,7 +117,7 @@ func (g *Gateway) authenticate(r *http.Request) (caller, error) {
 			return caller{limitKey: sessionKey(claims, c.Value), viaCookie: true, token: c.Value}, nil
 		}
 		// A stale identity cookie does not hide a live gateway session.
-		if !errors.Is(err, errInvalidToken) || !g.hasSessionCookie(r) {
+		if errs.Code(err) != CodeInvalidToken || !g.hasSessionCookie(r) {
 			return caller{}, err
 		}
 	}
@@ -131,7 +133,7 @@ func (g *Gateway) authenticate(r *http.Request) (caller, error) {
 			}
 			claims, err := g.verifier.Verify(r.Context(), sess.Token)
 			if err != nil {
-				if errors.Is(err, errInvalidToken) {
+				if errs.Code(err) == CodeInvalidToken {
 					return caller{}, errNoSession
 				}
 				return caller{}, err
@@ -152,7 +154,7 @@ func (g *Gateway) hasSessionCookie(r *http.Request) bool {
 // sessionKey is a verified token's own allowance: its session, so that a
 // token that leaked (or outlived its logout) exhausts only that session's
 // budget and never its user's. A token without a sid stands for itself.
-func sessionKey(c Claims, token string) string {
+func sessionKey(c tokens.Claims, token string) string {
 	if c.SessionID != "" {
 		return "sid:" + c.SessionID
 	}

@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/gateway"
-	"github.com/platformco/platform/internal/gateway/gatewaytest"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
+	"github.com/platformco/platform/internal/tokens"
+	"github.com/platformco/platform/internal/tokens/tokenstest"
 )
 
 // TestIdentityCookie: identity's own __Host-session cookie works at the
@@ -88,7 +89,7 @@ func fiveUpstreams(t *testing.T, rateLimit int, unset ...string) (*harness, map[
 	opts := gateway.Options{
 		IdentityURL: mustURL(t, h.keys.URL),
 		BoxURL:      mustURL(t, h.boxURL),
-		Verifier:    gateway.NewVerifier(h.cache, h.keys.Issuer),
+		Verifier:    tokens.NewVerifier(h.cache, h.keys.Issuer),
 		Keys:        h.cache,
 		Limiter:     ratelimit.NewLocal(rateLimit),
 	}
@@ -244,7 +245,7 @@ func TestRegistryBlobsStream(t *testing.T) {
 	g := gateway.New(gateway.Options{
 		IdentityURL:  mustURL(t, h.keys.URL),
 		KeyholderURL: mustURL(t, reg.URL),
-		Verifier:     gateway.NewVerifier(h.cache, h.keys.Issuer),
+		Verifier:     tokens.NewVerifier(h.cache, h.keys.Issuer),
 		Keys:         h.cache,
 		Limiter:      ratelimit.NewLocal(100),
 	})
@@ -312,7 +313,7 @@ func TestReadiness(t *testing.T) {
 			IdentityURL: mustURL(t, identityUp.URL),
 			BoxURL:      mustURL(t, boxDown.URL),
 			CourierURL:  mustURL(t, closedURL),
-			Verifier:    gateway.NewVerifier(h.cache, h.keys.Issuer),
+			Verifier:    tokens.NewVerifier(h.cache, h.keys.Issuer),
 			Keys:        h.cache,
 			Limiter:     ratelimit.NewLocal(100),
 		})
@@ -329,7 +330,7 @@ func TestReadiness(t *testing.T) {
 		stopped := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 		g := gateway.New(gateway.Options{
 			IdentityURL: mustURL(t, stopped.URL),
-			Verifier:    gateway.NewVerifier(h.cache, h.keys.Issuer),
+			Verifier:    tokens.NewVerifier(h.cache, h.keys.Issuer),
 			Keys:        h.cache,
 			Limiter:     ratelimit.NewLocal(100),
 		})
@@ -347,8 +348,8 @@ func TestReadiness(t *testing.T) {
 		if !h.cache.Status(time.Now()).Usable {
 			t.Fatal("the key cache should hold a usable set for this test")
 		}
-		h.keys.SetMode(gatewaytest.Fail)
-		t.Cleanup(func() { h.keys.SetMode(gatewaytest.Serve) })
+		h.keys.SetMode(tokenstest.Fail)
+		t.Cleanup(func() { h.keys.SetMode(tokenstest.Serve) })
 		code, status, deps := ready(h.gw)
 		if code != http.StatusServiceUnavailable || status != "unavailable" || deps["key_set"] != "unavailable" {
 			t.Fatalf("/readyz = %d %s %v, want 503 with the key set unavailable", code, status, deps)
@@ -367,7 +368,7 @@ func TestReadiness(t *testing.T) {
 		g := gateway.New(gateway.Options{
 			IdentityURL: mustURL(t, identityUp.URL),
 			ParlorURL:   mustURL(t, slow.URL),
-			Verifier:    gateway.NewVerifier(h.cache, h.keys.Issuer),
+			Verifier:    tokens.NewVerifier(h.cache, h.keys.Issuer),
 			Keys:        h.cache,
 			Limiter:     ratelimit.NewLocal(100),
 		})

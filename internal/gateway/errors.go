@@ -10,6 +10,7 @@ import (
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/tokens"
 )
 
 // The gateway's error codes. The edge's own routes (/auth/*, the probes,
@@ -19,7 +20,7 @@ import (
 // through untouched.
 const (
 	CodeTokenRequired           = "token_required"            // 401: no bearer token and no session cookie
-	CodeInvalidToken            = "invalid_token"             // 401: bad signature, wrong issuer, expired, unknown key, wrong alg
+	CodeInvalidToken            = tokens.CodeInvalidToken     // 401: bad signature, wrong issuer, expired, unknown key, wrong alg
 	CodeNotAuthenticated        = "not_authenticated"         // 401: no live browser session
 	CodeOriginRefused           = "origin_refused"            // 403: cookie-authenticated state change from another origin
 	CodeNotFound                = "not_found"                 // 404: no such route
@@ -29,7 +30,7 @@ const (
 	CodeHeadersTooLarge         = "headers_too_large"         // 431: the request's header is over the edge's limit
 	CodeInternal                = "internal"                  // 500
 	CodeUnavailable             = "unavailable"               // 503: the upstream could not be reached or answered nonsense
-	CodeIdentityUnavailable     = "identity_unavailable"      // 503: identity's key set is not loaded or expired
+	CodeIdentityUnavailable     = tokens.CodeKeysUnavailable  // 503: identity's key set is not loaded or expired
 	CodeSessionStoreUnavailable = "session_store_unavailable" // 503: Redis unreachable for a browser session
 )
 
@@ -147,6 +148,8 @@ func writeErrorIn(w http.ResponseWriter, r *http.Request, logger *slog.Logger, e
 	var re *retryError
 	if errors.As(err, &re) {
 		w.Header().Set("Retry-After", retrySeconds(re.retryAfter))
+	} else if e, ok := errs.As(err); ok && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", retrySeconds(e.RetryAfter))
 	}
 	a, msg := answer{http.StatusInternalServerError, ""}, "internal error"
 	if e, ok := errs.As(err); ok {

@@ -19,6 +19,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/tokens"
 )
 
 // Options are the gateway's dependencies and settings.
@@ -31,9 +32,9 @@ type Options struct {
 	KeyholderURL *url.URL
 	ParlorURL    *url.URL
 	// Verifier checks bearer tokens.
-	Verifier *Verifier
+	Verifier *tokens.Verifier
 	// Keys is the key-set cache behind Verifier, read by readiness.
-	Keys KeySource
+	Keys tokens.KeySource
 	// Limiter limits each caller; it is required.
 	Limiter ratelimit.Limiter
 	// Sessions holds browser sessions; nil (no REDIS_URL) leaves /auth/*
@@ -64,7 +65,7 @@ type Options struct {
 type Gateway struct {
 	opts     Options
 	log      *slog.Logger
-	verifier *Verifier
+	verifier *tokens.Verifier
 	limiter  ratelimit.Limiter
 	sessions *session.Store
 	// upstreams are the configured services by name.

@@ -16,10 +16,11 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/platformco/platform/internal/gateway"
-	"github.com/platformco/platform/internal/gateway/gatewaytest"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/testutil"
+	"github.com/platformco/platform/internal/tokens"
+	"github.com/platformco/platform/internal/tokens/tokenstest"
 )
 
 const userID = "0b7c1f7e-6a55-4d3b-9f0e-3d7b1c2a9e10"
@@ -40,7 +41,7 @@ func TestTokenVerification(t *testing.T) {
 		}
 		return c
 	}
-	attacker := gatewaytest.NewSigner(t, "EdDSA")
+	attacker := tokenstest.NewSigner(t, "EdDSA")
 	edPub := ks.Key("k1").Private.Public()
 
 	none := func() string {
@@ -70,7 +71,7 @@ func TestTokenVerification(t *testing.T) {
 		{"OKEdDSA", ks.Token(t, "k1", claims(nil)), ""},
 		{"OKES256", ks.Token(t, "ec1", claims(nil)), ""},
 		{"OKExpiredWithinLeeway", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-10 * time.Second).Unix() })), ""},
-		{"ErrForged", gatewaytest.Sign(t, "EdDSA", "k1", attacker, claims(nil)), "unauthorized"},
+		{"ErrForged", tokenstest.Sign(t, "EdDSA", "k1", attacker, claims(nil)), "unauthorized"},
 		{"ErrExpired", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-2 * time.Minute).Unix() })), "unauthorized"},
 		{"ErrNoExp", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { delete(c, "exp") })), "unauthorized"},
 		{"ErrWrongIssuer", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })), "unauthorized"},
@@ -79,10 +80,10 @@ func TestTokenVerification(t *testing.T) {
 		{"ErrIssuedInTheFuture", ks.Token(t, "k1", claims(func(c jwt.MapClaims) { c["iat"] = time.Now().Add(10 * time.Minute).Unix() })), "unauthorized"},
 		{"ErrAlgNone", none(), "unauthorized"},
 		{"ErrHS256KeyedWithPublicKey", hmacWithPublicKey(), "unauthorized"},
-		{"ErrES256UnderEdDSAKid", gatewaytest.Sign(t, "ES256", "k1", ks.Key("ec1").Private, claims(nil)), "unauthorized"},
-		{"ErrEdDSAUnderES256Kid", gatewaytest.Sign(t, "EdDSA", "ec1", ks.Key("k1").Private, claims(nil)), "unauthorized"},
-		{"ErrUnknownKid", gatewaytest.Sign(t, "EdDSA", "nope", attacker, claims(nil)), "unauthorized"},
-		{"ErrNoKid", gatewaytest.Sign(t, "EdDSA", "", ks.Key("k1").Private, claims(nil)), "unauthorized"},
+		{"ErrES256UnderEdDSAKid", tokenstest.Sign(t, "ES256", "k1", ks.Key("ec1").Private, claims(nil)), "unauthorized"},
+		{"ErrEdDSAUnderES256Kid", tokenstest.Sign(t, "EdDSA", "ec1", ks.Key("k1").Private, claims(nil)), "unauthorized"},
+		{"ErrUnknownKid", tokenstest.Sign(t, "EdDSA", "nope", attacker, claims(nil)), "unauthorized"},
+		{"ErrNoKid", tokenstest.Sign(t, "EdDSA", "", ks.Key("k1").Private, claims(nil)), "unauthorized"},
 		{"ErrGarbage", "not.a.token", "unauthorized"},
 		{"ErrNoToken", "", "unauthorized"},
 	}
@@ -114,7 +115,7 @@ func TestTokenVerification(t *testing.T) {
 }
 
 func TestKeySetOutage(t *testing.T) {
-	h := newHarness(t, setup{keyMode: gatewaytest.Fail})
+	h := newHarness(t, setup{keyMode: tokenstest.Fail})
 	testutil.Eventually(t, 10*time.Second, "a failed fetch", func() bool { return h.keys.Hits() > 0 })
 
 	for _, tok := range []string{h.token(t), "garbage"} {
@@ -148,7 +149,7 @@ func TestKeySetOutage(t *testing.T) {
 	// Public routes need no key set.
 	wantUpstream(t, h.do(t, http.MethodPost, "/v1/users", "", nil), "identity")
 
-	h.keys.SetMode(gatewaytest.Serve)
+	h.keys.SetMode(tokenstest.Serve)
 	testutil.Eventually(t, 10*time.Second, "recovery", func() bool { return h.cache.Status(time.Now()).Usable })
 	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", h.token(t), nil), "identity")
 	if w := h.do(t, http.MethodGet, "/readyz", "", nil); w.Code != http.StatusOK {
@@ -160,7 +161,7 @@ func TestKeySetExpiredAfterFailedRefresh(t *testing.T) {
 	h := newHarness(t, setup{ttl: 400 * time.Millisecond})
 	tok := h.token(t)
 	wantUpstream(t, h.do(t, http.MethodGet, "/v1/me", tok, nil), "identity")
-	h.keys.SetMode(gatewaytest.Fail)
+	h.keys.SetMode(tokenstest.Fail)
 	testutil.Eventually(t, 10*time.Second, "503 after expiry", func() bool {
 		return h.do(t, http.MethodGet, "/v1/me", tok, nil).Code == http.StatusServiceUnavailable
 	})
@@ -170,10 +171,10 @@ func TestKeySetExpiredAfterFailedRefresh(t *testing.T) {
 func TestKeySetUnparseableAnswerKeepsGoodKeys(t *testing.T) {
 	h := newHarness(t, setup{})
 	tok := h.token(t)
-	h.keys.SetMode(gatewaytest.Garbage)
+	h.keys.SetMode(tokenstest.Garbage)
 	before := h.keys.Hits()
 	// An unknown kid forces an early refresh, which now reads garbage.
-	unknown := gatewaytest.Sign(t, "EdDSA", "k9", gatewaytest.NewSigner(t, "EdDSA"), h.keys.Claims(userID, time.Minute))
+	unknown := tokenstest.Sign(t, "EdDSA", "k9", tokenstest.NewSigner(t, "EdDSA"), h.keys.Claims(userID, time.Minute))
 	wantProblem(t, h.do(t, http.MethodGet, "/v1/me", unknown, nil), http.StatusUnauthorized, "unauthorized")
 	if h.keys.Hits() == before {
 		t.Fatal("the unknown kid did not trigger a refresh")
@@ -280,7 +281,7 @@ func TestUpstreamDownIs503(t *testing.T) {
 	g := gateway.New(gateway.Options{
 		IdentityURL: mustURL(t, deadURL),
 		BoxURL:      mustURL(t, deadURL),
-		Verifier:    gateway.NewVerifier(h.cache, h.keys.Issuer),
+		Verifier:    tokens.NewVerifier(h.cache, h.keys.Issuer),
 		Keys:        h.cache,
 		Limiter:     h.limiter,
 	})

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/gateway"
-	"github.com/platformco/platform/internal/gateway/gatewaytest"
-	"github.com/platformco/platform/internal/gateway/jwks"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
 	"github.com/platformco/platform/internal/testutil"
+	"github.com/platformco/platform/internal/tokens"
+	"github.com/platformco/platform/internal/tokens/tokenstest"
 )
 
 // recorder is an upstream that remembers the requests it received.
@@ -53,18 +53,18 @@ func (u *recorder) count() int {
 }
 
 type harness struct {
-	keys     *gatewaytest.KeyServer
+	keys     *tokenstest.KeyServer
 	identity *recorder
 	box      *recorder
 	boxURL   string
-	cache    *jwks.Cache
+	cache    *tokens.Cache
 	gw       *gateway.Gateway
 	limiter  ratelimit.Limiter
 }
 
 type setup struct {
 	ttl        time.Duration
-	keyMode    gatewaytest.Mode
+	keyMode    tokenstest.Mode
 	rateLimit  int
 	limiter    ratelimit.Limiter
 	trusted    int
@@ -86,7 +86,7 @@ func newHarness(t *testing.T, s setup) *harness {
 		s.identityMx(mux)
 	}
 	mux.Handle("/", h.identity)
-	h.keys = gatewaytest.NewKeyServer(t, mux)
+	h.keys = tokenstest.NewKeyServer(t, mux)
 	h.keys.SetMode(s.keyMode)
 	boxSrv := httptest.NewServer(h.box)
 	t.Cleanup(boxSrv.Close)
@@ -95,12 +95,12 @@ func newHarness(t *testing.T, s setup) *harness {
 	if s.ttl == 0 {
 		s.ttl = time.Minute
 	}
-	h.cache = jwks.New(jwks.Options{URL: h.keys.JWKSURL(), TTL: s.ttl, Cooldown: 50 * time.Millisecond})
+	h.cache = tokens.New(tokens.Options{URL: h.keys.JWKSURL(), TTL: s.ttl, Cooldown: 50 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.cache.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	if s.keyMode == gatewaytest.Serve {
+	if s.keyMode == tokenstest.Serve {
 		testutil.Eventually(t, 10*time.Second, "the key set", func() bool { return h.cache.Status(time.Now()).Usable })
 	}
 
@@ -113,7 +113,7 @@ func newHarness(t *testing.T, s setup) *harness {
 	}
 	opts := gateway.Options{
 		IdentityURL:    mustURL(t, h.keys.URL),
-		Verifier:       gateway.NewVerifier(h.cache, h.keys.Issuer),
+		Verifier:       tokens.NewVerifier(h.cache, h.keys.Issuer),
 		Keys:           h.cache,
 		Limiter:        h.limiter,
 		Sessions:       s.sessions,

@@ -11,6 +11,7 @@ import (
 	"github.com/platformco/platform/internal/gateway"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/openapi/openapitest"
+	"github.com/platformco/platform/internal/tokens"
 )
 
 // awaitingDocuments are routes of section 7 that identity's document does
@@ -145,7 +146,7 @@ func TestOpenAPIDocumentsEdgeAnswers(t *testing.T) {
 	limited := gateway.New(gateway.Options{
 		IdentityURL: mustURL(t, h.keys.URL),
 		BoxURL:      mustURL(t, h.boxURL),
-		Verifier:    gateway.NewVerifier(h.cache, h.keys.Issuer),
+		Verifier:    tokens.NewVerifier(h.cache, h.keys.Issuer),
 		Keys:        h.cache,
 		Limiter:     ratelimit.NewLocal(1),
 	})
@@ -156,7 +157,7 @@ func TestOpenAPIDocumentsEdgeAnswers(t *testing.T) {
 		BoxURL:       mustURL(t, dead.URL),
 		CourierURL:   mustURL(t, dead.URL),
 		KeyholderURL: mustURL(t, dead.URL),
-		Verifier:     gateway.NewVerifier(h.cache, h.keys.Issuer),
+		Verifier:     tokens.NewVerifier(h.cache, h.keys.Issuer),
 		Keys:         h.cache,
 		Limiter:      ratelimit.NewLocal(100),
 	})

@@ -17,6 +17,8 @@ import (
 	"github.com/platformco/platform/internal/gateway/gatewaytest"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
+	"github.com/platformco/platform/internal/tokens"
+	"github.com/platformco/platform/internal/tokens/tokenstest"
 )
 
 func readyBody(t *testing.T, w *httptest.ResponseRecorder) (string, map[string]string) {
@@ -38,7 +40,7 @@ func TestRateLimitSharedThroughRedis(t *testing.T) {
 	a := newHarness(t, setup{limiter: ratelimit.NewRedis(rdb, 4, prefix, nil)})
 	b := gateway.New(gateway.Options{
 		IdentityURL: mustURL(t, a.keys.URL),
-		Verifier:    gateway.NewVerifier(a.cache, a.keys.Issuer),
+		Verifier:    tokens.NewVerifier(a.cache, a.keys.Issuer),
 		Keys:        a.cache,
 		Limiter:     ratelimit.NewRedis(rdb, 4, prefix, nil),
 	})
@@ -108,7 +110,7 @@ func TestRedisDown(t *testing.T) {
 // fakeLogin is identity's session surface as the gateway uses it.
 type fakeLogin struct {
 	t          testing.TB
-	keys       *gatewaytest.KeyServer
+	keys       *tokenstest.KeyServer
 	mu         sync.Mutex
 	issued     []string
 	ended      []string

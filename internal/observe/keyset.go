@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/platformco/platform/internal/gateway/jwks"
+	"github.com/platformco/platform/internal/tokens"
 )
 
 var (
@@ -19,14 +19,14 @@ var (
 
 // KeySet registers the gateway's key-set cache: whether it is usable, how
 // long until it expires, and how many fetches it made.
-func (m *Metrics) KeySet(keys *jwks.Cache) {
+func (m *Metrics) KeySet(keys *tokens.Cache) {
 	if m == nil {
 		return
 	}
 	m.labelled.MustRegister(keysetCollector{keys})
 }
 
-type keysetCollector struct{ keys *jwks.Cache }
+type keysetCollector struct{ keys *tokens.Cache }
 
 func (c keysetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- keysetUsable

@@ -24,8 +24,8 @@ import (
 	"github.com/platformco/platform/internal/courier"
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/gateway"
-	"github.com/platformco/platform/internal/gateway/jwks"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/tokens"
 )
 
 const maxBody = 64 << 10
@@ -44,8 +44,8 @@ type Options struct {
 
 // Client implements courier.Identity.
 type Client struct {
-	keys     *jwks.Cache
-	verifier *gateway.Verifier
+	keys     *tokens.Cache
+	verifier *tokens.Verifier
 	base     string
 	timeout  time.Duration
 	http     *http.Client
@@ -74,8 +74,8 @@ func New(o Options) *Client {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}}
 	if o.Issuer != "" {
-		c.keys = jwks.New(jwks.Options{URL: o.JWKSURL, TTL: 5 * time.Minute, FetchTimeout: o.Timeout, Logger: o.Logger})
-		c.verifier = gateway.NewVerifier(c.keys, o.Issuer)
+		c.keys = tokens.New(tokens.Options{URL: o.JWKSURL, TTL: 5 * time.Minute, FetchTimeout: o.Timeout, Logger: o.Logger})
+		c.verifier = tokens.NewVerifier(c.keys, o.Issuer)
 	}
 	return c
 }

@@ -20,11 +20,11 @@ import (
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/gateway"
-	"github.com/platformco/platform/internal/gateway/jwks"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/observe"
+	"github.com/platformco/platform/internal/tokens"
 )
 
 // Config is the gateway's configuration (operations.md section 5), read
@@ -167,7 +167,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	cacheDone := make(chan struct{})
 	defer func() { stop(); <-cacheDone }()
 
-	keys := jwks.New(jwks.Options{
+	keys := tokens.New(tokens.Options{
 		URL:    strings.TrimRight(cfg.IdentityIssuer, "/") + "/.well-known/jwks.json",
 		TTL:    cfg.JWKSTTL,
 		Logger: logger,
@@ -176,7 +176,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	metrics.KeySet(keys)
 
 	opts := gateway.Options{
-		Verifier:       gateway.NewVerifier(keys, cfg.IdentityIssuer),
+		Verifier:       tokens.NewVerifier(keys, cfg.IdentityIssuer),
 		Keys:           keys,
 		TrustedProxies: cfg.TrustedProxies,
 		TrustedNets:    cfg.TrustedNets,

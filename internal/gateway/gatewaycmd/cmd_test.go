@@ -15,8 +15,8 @@ import (
 
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
-	"github.com/platformco/platform/internal/gateway/gatewaytest"
 	"github.com/platformco/platform/internal/testutil"
+	"github.com/platformco/platform/internal/tokens/tokenstest"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -154,7 +154,7 @@ func TestServe(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"id":"me"}`))
 	})
-	ks := gatewaytest.NewKeyServer(t, mux)
+	ks := tokenstest.NewKeyServer(t, mux)
 	vars := map[string]string{"IDENTITY_URL": ks.URL, "IDENTITY_JWKS_TTL_MS": "60000"}
 	if u := os.Getenv("TEST_REDIS_URL"); u != "" {
 		vars["REDIS_URL"] = u

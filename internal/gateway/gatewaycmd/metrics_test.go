@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/platformco/platform/internal/gateway/gatewaytest"
 	"github.com/platformco/platform/internal/observe/observetest"
 	"github.com/platformco/platform/internal/testutil"
+	"github.com/platformco/platform/internal/tokens/tokenstest"
 )
 
 // Requests over the limit, through the gateway's handler, count as
@@ -21,7 +21,7 @@ func TestRateLimitRejectionsAreCountedByScope(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"id":"me"}`))
 	})
-	ks := gatewaytest.NewKeyServer(t, mux)
+	ks := tokenstest.NewKeyServer(t, mux)
 	metricsAddr := observetest.FreeAddr(t)
 	cfg, err := loadConfig(env(map[string]string{"IDENTITY_URL": ks.URL, "GATEWAY_RATE_LIMIT": "2", "METRICS_ADDR": metricsAddr}))
 	if err != nil {

@@ -1,3 +1,4 @@
+// Package gatewaytest gives the gateway's tests a scoped Redis connection.
 package gatewaytest
 
 import (

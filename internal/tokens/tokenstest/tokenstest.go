@@ -1,7 +1,7 @@
-// Package gatewaytest serves a controllable identity key set and mints
-// tokens with its keys, for tests of the gateway and of anything behind it;
-// it also gives those tests a scoped Redis connection and a poll helper.
-package gatewaytest
+// Package tokenstest serves a controllable identity key set and mints
+// tokens with its keys, for tests of anything that verifies identity's
+// access tokens (the gateway, courier).
+package tokenstest
 
 import (
 	"crypto"

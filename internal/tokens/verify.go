@@ -1,4 +1,4 @@
-package gateway
+package tokens
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/platformco/platform/internal/errs"
-	"github.com/platformco/platform/internal/gateway/jwks"
 	"github.com/platformco/platform/internal/tokencache"
 )
 
@@ -18,16 +17,27 @@ const Leeway = 30 * time.Second
 
 // KeySource is the key-set cache the verifier reads.
 type KeySource interface {
-	Status(now time.Time) jwks.Status
-	Lookup(kid string, now time.Time) (jwks.Key, bool)
+	Status(now time.Time) Status
+	Lookup(kid string, now time.Time) (Key, bool)
 	RefreshEarly(ctx context.Context) bool
 	// Check reports whether the key set can be fetched now (readiness).
 	Check(ctx context.Context) error
 }
 
-var _ KeySource = (*jwks.Cache)(nil)
+var _ KeySource = (*Cache)(nil)
 
-// Claims is what the gateway takes from a verified token.
+// The codes of the verifier's errors (*errs.Error); a service renders
+// them in its own envelope.
+const (
+	// CodeInvalidToken is everything wrong with the token itself: bad
+	// signature, wrong issuer, expired, unknown key, wrong alg (401).
+	CodeInvalidToken = "invalid_token"
+	// CodeKeysUnavailable is identity's key set never loaded or expired:
+	// no token can be judged, so the caller answers 503.
+	CodeKeysUnavailable = "identity_unavailable"
+)
+
+// Claims is what a service takes from a verified token.
 type Claims struct {
 	Subject   string
 	SessionID string
@@ -40,6 +50,7 @@ type tokenClaims struct {
 }
 
 // Verifier checks identity's access tokens against the cached key set.
+// It is safe for concurrent use.
 type Verifier struct {
 	keys   KeySource
 	parser *jwt.Parser
@@ -56,7 +67,7 @@ func NewVerifier(keys KeySource, issuer string) *Verifier {
 		parser: jwt.NewParser(
 			// The global list only narrows what reaches the keyfunc; the
 			// keyfunc then pins the algorithm to the one the key declares.
-			jwt.WithValidMethods([]string{jwks.AlgEdDSA, jwks.AlgES256}),
+			jwt.WithValidMethods([]string{AlgEdDSA, AlgES256}),
 			jwt.WithIssuer(issuer),
 			jwt.WithExpirationRequired(),
 			jwt.WithIssuedAt(),
@@ -66,21 +77,20 @@ func NewVerifier(keys KeySource, issuer string) *Verifier {
 	}
 }
 
-var (
-	errInvalidToken = errs.New(CodeInvalidToken, "the access token is invalid or expired")
-	errKeysDown     = errs.New(CodeIdentityUnavailable, "identity's signing keys are unavailable; try again shortly")
-)
+var errInvalidToken = errs.New(CodeInvalidToken, "the access token is invalid or expired")
+
+const msgKeysDown = "identity's signing keys are unavailable; try again shortly"
 
 // Verify checks token and returns its claims. Whether the key set can be
 // used is decided first, from the cache's state alone, so nothing in a
 // token can turn an outage into a 401 or a bad token into a 503.
-// Errors: a *retryError with CodeIdentityUnavailable when the key set was
-// never loaded or has expired; CodeInvalidToken for everything wrong with
-// the token itself.
+// Errors: CodeKeysUnavailable, with RetryAfter set to the next fetch,
+// when the key set was never loaded or has expired; CodeInvalidToken for
+// everything wrong with the token itself.
 func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 	now := time.Now()
 	if st := v.keys.Status(now); !st.Usable {
-		return Claims{}, &retryError{err: errKeysDown, retryAfter: st.RetryAfter}
+		return Claims{}, &errs.Error{Code: CodeKeysUnavailable, Message: msgKeysDown, RetryAfter: st.RetryAfter}
 	}
 	lookup := func(kid string) (crypto.PublicKey, bool) {
 		key, ok := v.keys.Lookup(kid, now)
@@ -91,7 +101,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 	}
 	var (
 		claims  tokenClaims
-		usedKey jwks.Key
+		usedKey Key
 	)
 	_, err := v.parser.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)

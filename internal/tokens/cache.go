@@ -1,4 +1,4 @@
-package jwks
+package tokens
 
 import (
 	"context"
@@ -34,7 +34,7 @@ type Options struct {
 	FetchTimeout time.Duration
 	// Cooldown is the least time between two early refreshes triggered by
 	// tokens naming an unknown kid (default 10 s), so forged kids cannot
-	// turn the gateway into a load generator against identity.
+	// turn a service into a load generator against identity.
 	Cooldown time.Duration
 	// Client fetches the key set; nil means a dedicated client.
 	Client *http.Client
@@ -96,7 +96,7 @@ func New(opts Options) *Cache {
 	return c
 }
 
-// Status is the cache's state as the edge needs it.
+// Status is the cache's state as a verifying service needs it.
 type Status struct {
 	// Usable is true when a key set is loaded and has not expired. When it
 	// is false every protected request is answered 503: the key set was

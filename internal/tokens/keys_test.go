@@ -1,4 +1,4 @@
-package jwks_test
+package tokens_test
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/platformco/platform/internal/gateway/gatewaytest"
-	"github.com/platformco/platform/internal/gateway/jwks"
 	"github.com/platformco/platform/internal/testutil"
+	"github.com/platformco/platform/internal/tokens"
+	"github.com/platformco/platform/internal/tokens/tokenstest"
 )
 
 func TestParseSet(t *testing.T) {
-	ks := gatewaytest.NewKeyServer(t, nil)
+	ks := tokenstest.NewKeyServer(t, nil)
 	ks.AddKey(t, "ec", "ES256")
-	ed := gatewaytest.PublicJWK(ks.Key("k1"))
-	ec := gatewaytest.PublicJWK(ks.Key("ec"))
+	ed := tokenstest.PublicJWK(ks.Key("k1"))
+	ec := tokenstest.PublicJWK(ks.Key("ec"))
 	with := func(base map[string]string, k, v string) map[string]string {
 		m := map[string]string{}
 		for a, b := range base {
@@ -32,7 +32,7 @@ func TestParseSet(t *testing.T) {
 		}
 		return m
 	}
-	doc := func(keys ...map[string]string) []byte {
+	doc := func(keys ...any) []byte {
 		b, _ := json.Marshal(map[string]any{"keys": keys})
 		return b
 	}
@@ -53,6 +53,9 @@ func TestParseSet(t *testing.T) {
 		{"SkipsOKPDeclaringES256", doc(with(ed, "alg", "ES256"), ec), []string{"ec"}, false},
 		{"SkipsECDeclaringEdDSA", doc(with(ec, "alg", "EdDSA"), ed), []string{"k1"}, false},
 		{"SkipsX25519", doc(with(ed, "crv", "X25519"), ec), []string{"ec"}, false},
+		{"SkipsP384", doc(with(ec, "crv", "P-384"), ed), []string{"k1"}, false},
+		{"SkipsKeyOpsWithoutVerify", doc(map[string]any{"kty": "OKP", "crv": "Ed25519", "x": ed["x"], "kid": "ops", "key_ops": []string{"sign"}}, ec), []string{"ec"}, false},
+		{"OKKeyOpsWithVerify", doc(map[string]any{"kty": "OKP", "crv": "Ed25519", "x": ed["x"], "kid": "ops", "key_ops": []string{"verify"}}), []string{"ops"}, false},
 		{"SkipsShortEd25519Key", doc(with(ed, "x", "AAAA"), ec), []string{"ec"}, false},
 		{"SkipsPointOffCurve", doc(with(ec, "y", ed["x"]), ed), []string{"k1"}, false},
 		{"DropsDuplicateKid", doc(ed, with(ec, "kid", "k1"), with(ec, "kid", "other")), []string{"other"}, false},
@@ -63,7 +66,7 @@ func TestParseSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			keys, _, err := jwks.ParseSet(tt.body)
+			keys, _, err := tokens.ParseSet(tt.body)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
@@ -79,9 +82,9 @@ func TestParseSet(t *testing.T) {
 	}
 }
 
-func startCache(t *testing.T, opts jwks.Options) *jwks.Cache {
+func startCache(t *testing.T, opts tokens.Options) *tokens.Cache {
 	t.Helper()
-	c := jwks.New(opts)
+	c := tokens.New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
@@ -89,14 +92,14 @@ func startCache(t *testing.T, opts jwks.Options) *jwks.Cache {
 	return c
 }
 
-func usable(c *jwks.Cache) func() bool {
+func usable(c *tokens.Cache) func() bool {
 	return func() bool { return c.Status(time.Now()).Usable }
 }
 
 func TestCacheNeverLoadedIsUnusable(t *testing.T) {
-	ks := gatewaytest.NewKeyServer(t, nil)
-	ks.SetMode(gatewaytest.Fail)
-	c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: time.Minute})
+	ks := tokenstest.NewKeyServer(t, nil)
+	ks.SetMode(tokenstest.Fail)
+	c := startCache(t, tokens.Options{URL: ks.JWKSURL(), TTL: time.Minute})
 	testutil.Eventually(t, 10*time.Second, "a failed fetch", func() bool { return ks.Hits() >= 2 })
 	st := c.Status(time.Now())
 	if st.Usable || st.Loaded {
@@ -119,7 +122,7 @@ func TestCacheSlowKeySetIsAnOutage(t *testing.T) {
 		}
 	}))
 	t.Cleanup(func() { close(release); srv.Close() })
-	c := startCache(t, jwks.Options{URL: srv.URL, TTL: time.Minute, FetchTimeout: 100 * time.Millisecond})
+	c := startCache(t, tokens.Options{URL: srv.URL, TTL: time.Minute, FetchTimeout: 100 * time.Millisecond})
 	testutil.Eventually(t, 10*time.Second, "two timed-out fetches", func() bool { return c.Fetches() >= 2 })
 	if c.Status(time.Now()).Usable {
 		t.Fatal("a key set slower than the fetch timeout was used")
@@ -127,9 +130,9 @@ func TestCacheSlowKeySetIsAnOutage(t *testing.T) {
 }
 
 func TestCacheBadAnswerNeverReplacesGoodKeys(t *testing.T) {
-	for _, mode := range []gatewaytest.Mode{gatewaytest.Garbage, gatewaytest.Fail} {
-		ks := gatewaytest.NewKeyServer(t, nil)
-		c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: time.Minute, Cooldown: time.Millisecond})
+	for _, mode := range []tokenstest.Mode{tokenstest.Garbage, tokenstest.Fail} {
+		ks := tokenstest.NewKeyServer(t, nil)
+		c := startCache(t, tokens.Options{URL: ks.JWKSURL(), TTL: time.Minute, Cooldown: time.Millisecond})
 		testutil.Eventually(t, 10*time.Second, "the first load", usable(c))
 		ks.SetMode(mode)
 		before := ks.Hits()
@@ -149,10 +152,10 @@ func TestCacheBadAnswerNeverReplacesGoodKeys(t *testing.T) {
 }
 
 func TestCacheExpiresWhenRefreshesFail(t *testing.T) {
-	ks := gatewaytest.NewKeyServer(t, nil)
-	c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: 400 * time.Millisecond})
+	ks := tokenstest.NewKeyServer(t, nil)
+	c := startCache(t, tokens.Options{URL: ks.JWKSURL(), TTL: 400 * time.Millisecond})
 	testutil.Eventually(t, 10*time.Second, "the first load", usable(c))
-	ks.SetMode(gatewaytest.Fail)
+	ks.SetMode(tokenstest.Fail)
 	testutil.Eventually(t, 10*time.Second, "expiry", func() bool { return !c.Status(time.Now()).Usable })
 	st := c.Status(time.Now())
 	if !st.Loaded {
@@ -161,13 +164,13 @@ func TestCacheExpiresWhenRefreshesFail(t *testing.T) {
 	if _, ok := c.Lookup("k1", time.Now()); ok {
 		t.Error("an expired key set still answered Lookup")
 	}
-	ks.SetMode(gatewaytest.Serve)
+	ks.SetMode(tokenstest.Serve)
 	testutil.Eventually(t, 10*time.Second, "recovery", usable(c))
 }
 
 func TestCacheRefreshesInBackground(t *testing.T) {
-	ks := gatewaytest.NewKeyServer(t, nil)
-	c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: 300 * time.Millisecond})
+	ks := tokenstest.NewKeyServer(t, nil)
+	c := startCache(t, tokens.Options{URL: ks.JWKSURL(), TTL: 300 * time.Millisecond})
 	testutil.Eventually(t, 10*time.Second, "the first load", usable(c))
 	ks.Publish(ks.AddKey(t, "k2", "ES256"))
 	testutil.Eventually(t, 10*time.Second, "rotation to k2", func() bool {
@@ -186,7 +189,7 @@ func TestCacheRefreshesInBackground(t *testing.T) {
 // unknown kid: they share one fetch, and the cooldown refuses another.
 func TestRefreshEarlyOneFetchForManyCallers(t *testing.T) {
 	var hits atomic.Int64
-	ks := gatewaytest.NewKeyServer(t, nil)
+	ks := tokenstest.NewKeyServer(t, nil)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		time.Sleep(50 * time.Millisecond)
@@ -201,7 +204,7 @@ func TestRefreshEarlyOneFetchForManyCallers(t *testing.T) {
 		_, _ = w.Write(body)
 	}))
 	t.Cleanup(slow.Close)
-	c := startCache(t, jwks.Options{URL: slow.URL, TTL: time.Minute, Cooldown: time.Minute})
+	c := startCache(t, tokens.Options{URL: slow.URL, TTL: time.Minute, Cooldown: time.Minute})
 	testutil.Eventually(t, 10*time.Second, "the first load", usable(c))
 	before := hits.Load()
 
@@ -239,13 +242,13 @@ func TestRefreshEarlyOneFetchForManyCallers(t *testing.T) {
 // TestCheckReportsTheKeySetNow: Check fetches at once and keeps nothing,
 // so readiness sees an outage while the held set is still usable.
 func TestCheckReportsTheKeySetNow(t *testing.T) {
-	ks := gatewaytest.NewKeyServer(t, nil)
-	c := startCache(t, jwks.Options{URL: ks.JWKSURL(), TTL: time.Minute})
+	ks := tokenstest.NewKeyServer(t, nil)
+	c := startCache(t, tokens.Options{URL: ks.JWKSURL(), TTL: time.Minute})
 	testutil.Eventually(t, 10*time.Second, "the first load", usable(c))
 	if err := c.Check(context.Background()); err != nil {
 		t.Fatalf("Check = %v with the key set up", err)
 	}
-	for _, mode := range []gatewaytest.Mode{gatewaytest.Fail, gatewaytest.Garbage} {
+	for _, mode := range []tokenstest.Mode{tokenstest.Fail, tokenstest.Garbage} {
 		ks.SetMode(mode)
 		if err := c.Check(context.Background()); err == nil {
 			t.Errorf("mode %d: Check = nil, want the outage", mode)
@@ -254,7 +257,7 @@ func TestCheckReportsTheKeySetNow(t *testing.T) {
 			t.Errorf("mode %d: Check dropped the held key set", mode)
 		}
 	}
-	ks.SetMode(gatewaytest.Serve)
+	ks.SetMode(tokenstest.Serve)
 	ks.Publish() // an empty set
 	if err := c.Check(context.Background()); err == nil {
 		t.Error("Check = nil for an empty key set")

@@ -1,4 +1,4 @@
-package gateway_test
+package tokens_test
 
 import (
 	"context"
@@ -11,16 +11,15 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/platformco/platform/internal/errs"
-	"github.com/platformco/platform/internal/gateway"
-	"github.com/platformco/platform/internal/gateway/gatewaytest"
-	"github.com/platformco/platform/internal/gateway/jwks"
+	"github.com/platformco/platform/internal/tokens"
+	"github.com/platformco/platform/internal/tokens/tokenstest"
 )
 
 // oneKey is a loaded key set holding one Ed25519 key.
-type oneKey struct{ key jwks.Key }
+type oneKey struct{ key tokens.Key }
 
-func (k oneKey) Status(time.Time) jwks.Status { return jwks.Status{Usable: true, Loaded: true} }
-func (k oneKey) Lookup(kid string, _ time.Time) (jwks.Key, bool) {
+func (k oneKey) Status(time.Time) tokens.Status { return tokens.Status{Usable: true, Loaded: true} }
+func (k oneKey) Lookup(kid string, _ time.Time) (tokens.Key, bool) {
 	return k.key, kid == k.key.ID
 }
 func (k oneKey) RefreshEarly(context.Context) bool { return false }
@@ -32,7 +31,7 @@ func (k oneKey) Check(context.Context) error       { return nil }
 func FuzzVerify(f *testing.F) {
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
 	const issuer = "http://identity.test"
-	v := gateway.NewVerifier(oneKey{jwks.Key{ID: "k1", Alg: jwks.AlgEdDSA, Public: pub}}, issuer)
+	v := tokens.NewVerifier(oneKey{tokens.Key{ID: "k1", Alg: tokens.AlgEdDSA, Public: pub}}, issuer)
 	claims := func(mut func(jwt.MapClaims)) jwt.MapClaims {
 		c := jwt.MapClaims{"iss": issuer, "sub": "u1", "sid": "s1", "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()}
 		if mut != nil {
@@ -40,17 +39,17 @@ func FuzzVerify(f *testing.F) {
 		}
 		return c
 	}
-	good := gatewaytest.Sign(f, jwks.AlgEdDSA, "k1", priv, claims(nil))
+	good := tokenstest.Sign(f, tokens.AlgEdDSA, "k1", priv, claims(nil))
 	_, otherPriv, _ := ed25519.GenerateKey(rand.Reader)
 	none, _ := jwt.NewWithClaims(jwt.SigningMethodNone, claims(nil)).SignedString(jwt.UnsafeAllowNoneSignatureType)
 	seeds := []string{
 		good,
-		gatewaytest.Sign(f, jwks.AlgEdDSA, "k1", otherPriv, claims(nil)),
-		gatewaytest.Sign(f, jwks.AlgEdDSA, "k1", priv, claims(func(c jwt.MapClaims) { c["iss"] = "http://evil.test" })),
-		gatewaytest.Sign(f, jwks.AlgEdDSA, "k1", priv, claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Hour).Unix() })),
-		gatewaytest.Sign(f, jwks.AlgEdDSA, "k1", priv, claims(func(c jwt.MapClaims) { delete(c, "exp") })),
-		gatewaytest.Sign(f, jwks.AlgEdDSA, "k2", priv, claims(nil)),
-		gatewaytest.Sign(f, jwks.AlgEdDSA, "", priv, claims(nil)),
+		tokenstest.Sign(f, tokens.AlgEdDSA, "k1", otherPriv, claims(nil)),
+		tokenstest.Sign(f, tokens.AlgEdDSA, "k1", priv, claims(func(c jwt.MapClaims) { c["iss"] = "http://evil.test" })),
+		tokenstest.Sign(f, tokens.AlgEdDSA, "k1", priv, claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Hour).Unix() })),
+		tokenstest.Sign(f, tokens.AlgEdDSA, "k1", priv, claims(func(c jwt.MapClaims) { delete(c, "exp") })),
+		tokenstest.Sign(f, tokens.AlgEdDSA, "k2", priv, claims(nil)),
+		tokenstest.Sign(f, tokens.AlgEdDSA, "", priv, claims(nil)),
 		none, "", ".", "..", "a.b.c", "eyJhbGciOiJub25lIn0..", strings.Repeat("A", 4096),
 	}
 	for _, s := range seeds {
@@ -59,8 +58,8 @@ func FuzzVerify(f *testing.F) {
 	f.Fuzz(func(t *testing.T, token string) {
 		c, err := v.Verify(context.Background(), token)
 		if err != nil {
-			if errs.Code(err) != gateway.CodeInvalidToken {
-				t.Fatalf("Verify(%q): %v, want %s", token, err, gateway.CodeInvalidToken)
+			if errs.Code(err) != tokens.CodeInvalidToken {
+				t.Fatalf("Verify(%q): %v, want %s", token, err, tokens.CodeInvalidToken)
 			}
 			return
 		}
