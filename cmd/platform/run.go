@@ -14,7 +14,6 @@ import (
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
-	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
 
@@ -81,7 +80,7 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 	case "parlor":
 		return parlorcmd.Run(ctx, args[1:], env)
 	case "probe":
-		return observe.Probe(ctx, args[1:], env)
+		return cli.Probe(ctx, args[1:], env)
 	case "version":
 		fmt.Fprintln(env.Stdout, versionString())
 		return nil

@@ -1,5 +1,6 @@
 // Package cli holds what every subcommand of the platform binary shares: its
-// environment, usage errors (exit status 2) and the JSON logger.
+// environment, usage errors (exit status 2), the JSON logger and the
+// container probe.
 package cli
 
 import (
@@ -10,7 +11,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/observe"
 )
 
 // Env is everything a command reads from its process.
@@ -20,7 +21,7 @@ type Env struct {
 	Stderr io.Writer
 }
 
-// Logger returns the JSON logger of service (httpx.NewLogger), writing to
+// Logger returns the JSON logger of service (observe.NewLogger), writing to
 // stderr at LOG_LEVEL. Each service's Config refuses a LOG_LEVEL other than
 // debug, info, warn or error before it logs; a command without one logs at
 // info when the value does not parse.
@@ -29,7 +30,7 @@ func (e Env) Logger(service string) *slog.Logger {
 	if err := level.UnmarshalText([]byte(e.Getenv("LOG_LEVEL"))); err != nil {
 		level = slog.LevelInfo
 	}
-	return httpx.NewLogger(e.Stderr, service, level)
+	return observe.NewLogger(e.Stderr, service, level)
 }
 
 // UsageError is a command line that cannot be run as written.

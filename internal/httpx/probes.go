@@ -3,8 +3,6 @@ package httpx
 import (
 	"context"
 	"net/http"
-
-	"github.com/platformco/platform/internal/sqldb"
 )
 
 // Healthz answers liveness: 200 whenever the process can dispatch.
@@ -39,11 +37,20 @@ func NoDatabase(context.Context) Readiness {
 	return Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
 }
 
+// Gate is what readiness reads of a service's database gate
+// (*sqldb.Gate): "ok", "migrations_pending" or anything else for down.
+// httpx takes it as an interface so the HTTP floor does not import the
+// database floor.
+type Gate interface {
+	Status(ctx context.Context) string
+}
+
 // DatabaseReadiness answers readiness from a service's database gate:
 // {"status":"ok","deps":ENGINE} once the gate is open and the database
 // answers within two seconds; otherwise 503 {"status":"unavailable",
 // "deps":ENGINE}, with "migrations":"pending" while the schema is behind.
-func DatabaseReadiness(g *sqldb.Gate, engine sqldb.Engine) func(context.Context) Readiness {
+// engine is the engine's name (sqldb.Engine).
+func DatabaseReadiness[E ~string](g Gate, engine E) func(context.Context) Readiness {
 	deps := string(engine)
 	return func(ctx context.Context) Readiness {
 		switch g.Status(ctx) {

@@ -1,4 +1,4 @@
-package observe
+package cli
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-
-	"github.com/platformco/platform/internal/cli"
 )
 
 // probeTimeout bounds one probe; container health checks run it every few
@@ -17,13 +15,13 @@ const probeTimeout = 3 * time.Second
 // Probe runs `platform probe URL`: it GETs URL (a service's /readyz or
 // /healthz on loopback) and succeeds on a 2xx answer. It is the container
 // health check of an image with no shell, curl or wget (distroless).
-func Probe(ctx context.Context, args []string, env cli.Env) error {
+func Probe(ctx context.Context, args []string, env Env) error {
 	if len(args) != 1 {
-		return cli.Usagef("probe: expected one URL, such as http://127.0.0.1:8080/readyz")
+		return Usagef("probe: expected one URL, such as http://127.0.0.1:8080/readyz")
 	}
 	u, err := url.Parse(args[0])
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return cli.Usagef("probe: %q is not an http(s) URL", args[0])
+		return Usagef("probe: %q is not an http(s) URL", args[0])
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()

@@ -1,10 +1,12 @@
-package httpx
+package observe
 
 import (
 	"context"
 	"io"
 	"log/slog"
 	"slices"
+
+	"github.com/platformco/platform/internal/httpx"
 )
 
 // NewLogger returns the platform's JSON logger for service. Every line
@@ -39,7 +41,7 @@ func (h traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	if rename {
 		r = errRenamed(r)
 	}
-	if t, ok := ctx.Value(traceKey{}).(Trace); ok && !hasTrace {
+	if t, ok := httpx.TraceIn(ctx); ok && !hasTrace {
 		r.AddAttrs(slog.String("trace_id", t.TraceID))
 	}
 	return h.Handler.Handle(ctx, r)

@@ -1,4 +1,4 @@
-package observe_test
+package cli_test
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/platformco/platform/internal/cli"
-	"github.com/platformco/platform/internal/observe"
 )
 
 func TestProbeSucceedsOnlyOnA2xxAnswer(t *testing.T) {
@@ -34,7 +33,7 @@ func TestProbeSucceedsOnlyOnA2xxAnswer(t *testing.T) {
 		{"no argument", nil, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := observe.Probe(context.Background(), tc.args, env)
+			err := cli.Probe(context.Background(), tc.args, env)
 			if (err == nil) != tc.ok {
 				t.Fatalf("got %v, want success %v", err, tc.ok)
 			}
