@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime/debug"
 
+	"github.com/platformco/platform/internal/apidocs"
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/courier/couriercmd"
@@ -70,7 +71,7 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 	case "box":
 		return boxcmd.Run(ctx, args[1:], env)
 	case "gateway":
-		return gatewaycmd.Run(ctx, args[1:], env)
+		return gatewaycmd.Run(ctx, args[1:], env, apidocs.Public())
 	case "courier":
 		return couriercmd.Run(ctx, args[1:], env)
 	case "events":

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/platformco/platform/internal/apidocs"
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
@@ -224,6 +225,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}), &gwCfg); err != nil {
 		return err
 	}
+	gwCfg.Documents = apidocs.Public()
 	var parlorCfg parlorcmd.Config
 	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":           fmt.Sprint(parlorPort),

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/tokens"
@@ -184,11 +183,13 @@ func writeErrorIn(w http.ResponseWriter, r *http.Request, logger *slog.Logger, e
 	}
 }
 
-// boxMessages are box's own wording for the codes it shares with the edge,
-// so a client sees one message per code whoever answered.
+// boxMessages are box's own wording (box.MsgUnauthenticated,
+// box.MsgNotFound) for the codes it shares with the edge, so a client sees
+// one message per code whoever answered. The gateway imports no service;
+// a test holds the copy to box's.
 var boxMessages = map[string]string{
-	"unauthenticated": box.MsgUnauthenticated,
-	"not_found":       box.MsgNotFound,
+	"unauthenticated": "valid bearer token required",
+	"not_found":       "not found",
 }
 
 // boxError is box's error envelope (entitlements.md section 7).

@@ -55,6 +55,12 @@ type Options struct {
 	// gateway's own origin (scheme, host and port). A request the browser
 	// marks Sec-Fetch-Site: same-origin is allowed either way.
 	AllowedOrigins []string
+	// Documents are the OpenAPI documents of the services behind the
+	// gateway, by service name (Identity, Box, …), handed in by the
+	// binary's wiring (apidocs.Public); /openapi.json is their paths as
+	// the edge routes them plus the edge's own answers. A service left out
+	// is left out of the merged document.
+	Documents map[string][]byte
 	// Transport carries proxied requests and identity calls; nil means
 	// NewHTTPTransport().
 	Transport http.RoundTripper

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/platformco/platform/internal/apidocs"
 	"github.com/platformco/platform/internal/gateway"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
@@ -112,6 +113,7 @@ func newHarness(t *testing.T, s setup) *harness {
 		h.limiter = ratelimit.NewLocal(s.rateLimit)
 	}
 	opts := gateway.Options{
+		Documents:      apidocs.Public(),
 		IdentityURL:    mustURL(t, h.keys.URL),
 		Verifier:       tokens.NewVerifier(h.cache, h.keys.Issuer),
 		Keys:           h.cache,

@@ -9,22 +9,8 @@ import (
 	"sort"
 	"strings"
 
-	boxapi "github.com/platformco/platform/internal/box/httpapi"
-	courierapi "github.com/platformco/platform/internal/courier/httpapi"
-	identityapi "github.com/platformco/platform/internal/identity/httpapi"
-	keyholderapi "github.com/platformco/platform/internal/keyholder/httpapi"
 	"github.com/platformco/platform/internal/openapi"
 )
-
-// Documents are the OpenAPI documents of the services behind the gateway
-// that publish one, by service. The gateway's /openapi.json is their paths
-// as the edge routes them, plus the edge's own answers.
-func Documents() map[string][]byte {
-	return map[string][]byte{
-		Identity: identityapi.OpenAPI(), Box: boxapi.OpenAPI(),
-		Courier: courierapi.OpenAPI(), Keyholder: keyholderapi.OpenAPI(),
-	}
-}
 
 // componentPrefix keeps the services' component names apart in the merged
 // document (each has a NotFound, a Health, ...).
@@ -65,12 +51,13 @@ func RouteOf(method, path string) (Route, bool) {
 	return rt, ok
 }
 
-// buildOpenAPI merges the services' documents under the gateway's routes.
+// buildOpenAPI merges the services' documents (Options.Documents) under
+// the gateway's routes.
 // Each operation keeps its service's answers and gains the edge's own in
 // the same envelope: 401 on a protected route, 429, 431 and 503.
 // Errors: a document that is not JSON, or a path the gateway does not
 // route to the service that documents it.
-func buildOpenAPI() ([]byte, error) {
+func buildOpenAPI(docs map[string][]byte) ([]byte, error) {
 	out := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
@@ -99,7 +86,6 @@ func buildOpenAPI() ([]byte, error) {
 			component(kind)[k] = v
 		}
 	}
-	docs := Documents()
 	names := make([]string, 0, len(docs))
 	for name := range docs {
 		names = append(names, name)
@@ -110,7 +96,10 @@ func buildOpenAPI() ([]byte, error) {
 		if err := json.Unmarshal(docs[name], &doc); err != nil {
 			return nil, fmt.Errorf("%s's document: %w", name, err)
 		}
-		prefix := componentPrefix[name]
+		prefix, ok := componentPrefix[name]
+		if !ok {
+			return nil, fmt.Errorf("a document for %q, which the gateway does not route to", name)
+		}
 		renamed := rename(doc, prefix).(map[string]any)
 		comps, _ := renamed["components"].(map[string]any)
 		for kind, v := range comps {
@@ -428,7 +417,7 @@ func (g *Gateway) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) loadOpenAPI() {
-	doc, err := buildOpenAPI()
+	doc, err := buildOpenAPI(g.opts.Documents)
 	if err != nil {
 		g.openapiErr = fmt.Errorf("merging the OpenAPI documents: %w", err)
 		return

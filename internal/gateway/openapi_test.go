@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/platformco/platform/internal/apidocs"
 	"github.com/platformco/platform/internal/gateway"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/openapi/openapitest"
@@ -65,7 +66,7 @@ func TestOpenAPIMatchesRoutingTable(t *testing.T) {
 	}
 
 	covered := map[string]bool{}
-	for service, raw := range gateway.Documents() {
+	for service, raw := range apidocs.Public() {
 		var d struct {
 			Paths map[string]map[string]json.RawMessage `json:"paths"`
 		}
@@ -108,7 +109,7 @@ func TestOpenAPIMatchesRoutingTable(t *testing.T) {
 
 	var missing, stale []string
 	for _, rt := range gateway.Routes() {
-		if _, documented := gateway.Documents()[rt.Service]; !documented {
+		if _, documented := apidocs.Public()[rt.Service]; !documented {
 			continue // parlor serves pages, not an API
 		}
 		if documentedElsewhere[rt.Pattern] {
@@ -144,6 +145,7 @@ func TestOpenAPIDocumentsEdgeAnswers(t *testing.T) {
 	tok := h.token(t)
 
 	limited := gateway.New(gateway.Options{
+		Documents:   apidocs.Public(),
 		IdentityURL: mustURL(t, h.keys.URL),
 		BoxURL:      mustURL(t, h.boxURL),
 		Verifier:    tokens.NewVerifier(h.cache, h.keys.Issuer),
@@ -153,6 +155,7 @@ func TestOpenAPIDocumentsEdgeAnswers(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	down := gateway.New(gateway.Options{
+		Documents:    apidocs.Public(),
 		IdentityURL:  mustURL(t, dead.URL),
 		BoxURL:       mustURL(t, dead.URL),
 		CourierURL:   mustURL(t, dead.URL),

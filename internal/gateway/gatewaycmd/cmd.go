@@ -67,6 +67,9 @@ type Config struct {
 	// RedisKeyPrefix starts every Redis key the gateway writes; "gateway:"
 	// unless set (tests use a unique one).
 	RedisKeyPrefix string
+	// Documents are the services' OpenAPI documents by service name, which
+	// /openapi.json merges; the binary's wiring passes apidocs.Public().
+	Documents map[string][]byte
 	// Telemetry is DEBUG_ADDR, METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT.
 	observe.Telemetry
 }
@@ -181,6 +184,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		TrustedProxies: cfg.TrustedProxies,
 		TrustedNets:    cfg.TrustedNets,
 		AllowedOrigins: cfg.AllowedOrigins,
+		Documents:      cfg.Documents,
 		Logger:         logger,
 	}
 	if tracing != nil || metrics != nil {
@@ -295,8 +299,9 @@ func optionalURL(s string) (*url.URL, error) {
 	return url.Parse(s)
 }
 
-// Run runs `platform gateway serve`.
-func Run(ctx context.Context, args []string, env cli.Env) error {
+// Run runs `platform gateway serve`; docs are the services' OpenAPI
+// documents by service name (apidocs.Public), merged at /openapi.json.
+func Run(ctx context.Context, args []string, env cli.Env, docs map[string][]byte) error {
 	if len(args) == 0 {
 		return cli.Usagef("gateway: missing subcommand (serve)")
 	}
@@ -313,6 +318,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
 			return err
 		}
+		cfg.Documents = docs
 		ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
 		if err != nil {
 			return fmt.Errorf("PORT: cannot listen on %d: %w", cfg.Port, err)

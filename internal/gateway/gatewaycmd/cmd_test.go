@@ -135,12 +135,12 @@ func TestRunRefusesBadConfig(t *testing.T) {
 	err := Run(context.Background(), []string{"serve"}, cli.Env{
 		Getenv: env(map[string]string{"IDENTITY_URL": "http://identity", "IDENTITY_JWKS_TTL_MS": "soon"}),
 		Stdout: io.Discard, Stderr: &stderr,
-	})
+	}, nil)
 	if err == nil || cli.ExitCode(err) != 1 || !strings.Contains(err.Error(), "IDENTITY_JWKS_TTL_MS") {
 		t.Fatalf("Run = %v (exit %d), want exit 1 naming IDENTITY_JWKS_TTL_MS", err, cli.ExitCode(err))
 	}
 	for _, args := range [][]string{nil, {"bogus"}, {"serve", "extra"}} {
-		if err := Run(context.Background(), args, cli.Env{Getenv: env(nil), Stdout: io.Discard, Stderr: io.Discard}); cli.ExitCode(err) != 2 {
+		if err := Run(context.Background(), args, cli.Env{Getenv: env(nil), Stdout: io.Discard, Stderr: io.Discard}, nil); cli.ExitCode(err) != 2 {
 			t.Errorf("Run(%v) exit = %d, want 2", args, cli.ExitCode(err))
 		}
 	}
