@@ -257,7 +257,8 @@ type Store interface {
 	Timeline(ctx context.Context, accountID string, limit int) ([]AuditEvent, error)
 }
 
-// Identity answers who a bearer token belongs to. Every method fails
+// Identity answers who a bearer token belongs to (identity's client,
+// internal/identity/client, implements it). Every method fails
 // closed: any failure to get a well-formed answer is unavailable, and the
 // failure class is logged by the implementation, never returned.
 type Identity interface {
@@ -268,6 +269,7 @@ type Identity interface {
 	// API key (role RoleAPIKey), its scopes. Errors: unauthenticated,
 	// not_found, unavailable.
 	AccountRole(ctx context.Context, token, accountID string) (role string, scopes []string, err error)
-	// Me returns the caller's user id. Errors: unauthenticated, unavailable.
-	Me(ctx context.Context, token string) (userID string, err error)
+	// UserID returns the caller's user id. Errors: unauthenticated,
+	// unavailable.
+	UserID(ctx context.Context, token string) (userID string, err error)
 }

@@ -119,7 +119,7 @@ func (s *Service) MemberUser(ctx context.Context, token, accountID string) (Memb
 		// claims, Idempotency-Key records) is not open to it.
 		return Member{}, m.Allow("")
 	}
-	if m.userID, err = s.identity.Me(ctx, token); err != nil {
+	if m.userID, err = s.identity.UserID(ctx, token); err != nil {
 		return Member{}, err
 	}
 	return m, nil

@@ -96,7 +96,7 @@ func TestCheckedCredentials(t *testing.T) {
 
 		t.Run("OKRepeatsWithoutLookup", func(t *testing.T) {
 			s := newStore()
-			svc := keyholder.NewService(s, nil, nil, time.Hour, "registry.example.com")
+			svc := keyholder.NewService(s, nil, time.Hour, "registry.example.com")
 			c, password := issue(t, s, time.Hour)
 			for range 5 {
 				accepted(t, svc, c, password)
@@ -112,7 +112,7 @@ func TestCheckedCredentials(t *testing.T) {
 		})
 		t.Run("ErrWrongPasswordOfCheckedCredential", func(t *testing.T) {
 			s := newStore()
-			svc := keyholder.NewService(s, nil, nil, time.Hour, "registry.example.com")
+			svc := keyholder.NewService(s, nil, time.Hour, "registry.example.com")
 			c, password := issue(t, s, time.Hour)
 			accepted(t, svc, c, password)
 			refused(t, svc, c, "khp_wrong")
@@ -120,7 +120,7 @@ func TestCheckedCredentials(t *testing.T) {
 		})
 		t.Run("ErrExpiresWhileChecked", func(t *testing.T) {
 			s := newStore()
-			svc := keyholder.NewService(s, nil, nil, time.Hour, "registry.example.com")
+			svc := keyholder.NewService(s, nil, time.Hour, "registry.example.com")
 			c, password := issue(t, s, time.Second)
 			accepted(t, svc, c, password)
 			s.advance(time.Second)
@@ -128,7 +128,7 @@ func TestCheckedCredentials(t *testing.T) {
 		})
 		t.Run("ErrRevokedHereAtOnce", func(t *testing.T) {
 			s := newStore()
-			svc := keyholder.NewService(s, nil, nil, time.Hour, "registry.example.com")
+			svc := keyholder.NewService(s, nil, time.Hour, "registry.example.com")
 			c, password := issue(t, s, time.Hour)
 			accepted(t, svc, c, password)
 			if err := svc.Revoke(ctx, c.Username(), password); err != nil {
@@ -138,8 +138,8 @@ func TestCheckedCredentials(t *testing.T) {
 		})
 		t.Run("ErrRevokedElsewhereWithinBound", func(t *testing.T) {
 			s := newStore()
-			here := keyholder.NewService(s, nil, nil, time.Hour, "registry.example.com")
-			there := keyholder.NewService(newStore(), nil, nil, time.Hour, "registry.example.com")
+			here := keyholder.NewService(s, nil, time.Hour, "registry.example.com")
+			there := keyholder.NewService(newStore(), nil, time.Hour, "registry.example.com")
 			c, password := issue(t, s, time.Hour)
 			accepted(t, here, c, password)
 			if err := there.Revoke(ctx, c.Username(), password); err != nil {

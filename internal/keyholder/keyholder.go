@@ -25,9 +25,8 @@ import (
 	"github.com/platformco/platform/internal/semver"
 )
 
-// Error codes keyholder answers with. httpapi maps each to one status. The
-// membership codes are the strings box's identity client answers with, so
-// keyholder reuses that client unchanged.
+// Error codes keyholder answers with. httpapi maps each to one status,
+// and answers identity's refusals (through identity's client) in them.
 const (
 	CodeUnauthenticated   = "unauthenticated"    // 401
 	CodeNotFound          = "not_found"          // 404
@@ -67,14 +66,25 @@ type Box interface {
 	Redeem(ctx context.Context, capability string) (Redemption, error)
 }
 
-// Identity answers membership questions with the caller's token (box's
-// identityclient implements it): the caller's role (with an API key's
-// scopes), or not_found, unauthenticated, unavailable.
-type Identity interface {
-	AccountRole(ctx context.Context, token, accountID string) (string, []string, error)
-	// OperatorMe answers the caller's user id when the caller is staff,
-	// else forbidden (or unauthenticated, unavailable).
-	OperatorMe(ctx context.Context, token string) (string, error)
+// Member is a caller confirmed a member of AccountID, as httpapi resolves
+// it with identity's client: the role, and an API key's scopes (Role
+// "api_key"). Domain methods take it, never a token.
+type Member struct {
+	AccountID string
+	Role      string
+	Scopes    []string
+}
+
+// Staff is a caller confirmed as platform staff.
+type Staff struct {
+	UserID string
+}
+
+// ValidAccountID reports whether id can name an account; a malformed id
+// is answered not_found before identity is asked.
+func ValidAccountID(id string) bool {
+	_, err := uuid.Parse(id)
+	return err == nil
 }
 
 // scopeAccountRead is the API-key scope that reads an account's records
@@ -146,7 +156,6 @@ type Store interface {
 type Service struct {
 	store    Store
 	box      Box
-	identity Identity
 	ttl      time.Duration
 	registry string
 	random   io.Reader
@@ -155,11 +164,11 @@ type Service struct {
 
 // NewService returns the service. registry is the host name customers use
 // (KEYHOLDER_PUBLIC_HOST); ttl is each credential's lifetime.
-func NewService(store Store, box Box, identity Identity, ttl time.Duration, registry string) *Service {
+func NewService(store Store, box Box, ttl time.Duration, registry string) *Service {
 	if ttl <= 0 {
 		ttl = DefaultCredentialTTL
 	}
-	return &Service{store: store, box: box, identity: identity, ttl: ttl, registry: registry, random: rand.Reader,
+	return &Service{store: store, box: box, ttl: ttl, registry: registry, random: rand.Reader,
 		checked: checkedCredentials{m: map[string]checkedCredential{}}}
 }
 
@@ -341,24 +350,13 @@ func (s *Service) RecordPull(ctx context.Context, c Credential, tag, dgst string
 // MaxPulls bounds one answer of Pulls.
 const MaxPulls = 100
 
-// Pulls lists the account's latest pulls for a member (the caller's token is
-// asked of identity as box asks): not_found for a non-member or unknown
-// account, unauthenticated, unavailable.
-func (s *Service) Pulls(ctx context.Context, token, accountID string) ([]Pull, error) {
-	if token == "" {
-		return nil, errs.New(CodeUnauthenticated, "valid bearer token required")
-	}
-	if _, err := uuid.Parse(accountID); err != nil {
-		return nil, errs.New(CodeNotFound, "not found")
-	}
-	role, scopes, err := s.identity.AccountRole(ctx, token, accountID)
-	if err != nil {
-		return nil, err
-	}
-	if role == "api_key" && !slices.Contains(scopes, scopeAccountRead) {
+// Pulls lists the member's account's latest pulls. Errors:
+// CodeInsufficientScope for an API key without account:read.
+func (s *Service) Pulls(ctx context.Context, m Member) ([]Pull, error) {
+	if m.Role == "api_key" && !slices.Contains(m.Scopes, scopeAccountRead) {
 		return nil, errs.New(CodeInsufficientScope, "this API key's scopes do not permit reading pulls")
 	}
-	return s.store.Pulls(ctx, accountID, MaxPulls)
+	return s.store.Pulls(ctx, m.AccountID, MaxPulls)
 }
 
 // digest is what the store keeps of a password: SHA-256 suffices because

@@ -17,7 +17,6 @@ import (
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/box/accountdeleted"
 	"github.com/platformco/platform/internal/box/httpapi"
-	"github.com/platformco/platform/internal/box/identityclient"
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
@@ -157,7 +156,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	if cfg.IdentityURL == "" {
 		logger.WarnContext(ctx, "BOX_IDENTITY_URL is empty: every authorized call answers 503")
 	}
-	identity := identityclient.New(cfg.IdentityURL, cfg.IdentityTimeout, logger)
+	identity := httpapi.NewIdentity(cfg.IdentityURL, cfg.IdentityTimeout, logger)
 	defer identity.Close()
 	gate := sqldb.NewGate(db, sqlstore.Migrations, "platform box migrate")
 	deps := httpapi.Deps{Logger: logger, Ready: httpx.DatabaseReadiness(gate, db.Engine), Waiting: true}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/box/httpapi"
-	"github.com/platformco/platform/internal/box/identityclient"
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/observe/observetest"
@@ -58,7 +57,7 @@ func TestBoxDomainMetricsThroughTheHandler(t *testing.T) {
 		db := sqltest.Open(t, engine, sqlstore.Migrations)
 		metrics := observe.New("box")
 		observe.Statements(db, metrics, nil)
-		identity := identityclient.New(idp.URL, 5*time.Second, slog.New(slog.DiscardHandler))
+		identity := httpapi.NewIdentity(idp.URL, 5*time.Second, slog.New(slog.DiscardHandler))
 		defer identity.Close()
 		svc := box.NewService(countOperations(sqlstore.New(db), metrics), identity, time.Minute)
 		srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Service: svc, Logger: slog.New(slog.DiscardHandler)}))

@@ -14,7 +14,6 @@ import (
 
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/box/httpapi"
-	"github.com/platformco/platform/internal/box/identityclient"
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
@@ -152,7 +151,7 @@ func newEnv(t testing.TB, engine sqldb.Engine, opts envOptions) *env {
 	if timeout == 0 {
 		timeout = 2 * time.Second
 	}
-	client := identityclient.New(url, timeout, logger)
+	client := httpapi.NewIdentity(url, timeout, logger)
 	t.Cleanup(client.Close)
 	svc := box.NewService(sqlstore.New(e.db), client, opts.capabilityTTL)
 	e.handler = httpapi.NewServer(httpapi.Deps{Service: svc, Logger: logger, Idempotency: idempotency.New(e.db, make([]byte, idempotency.SecretSize)), Ready: func(context.Context) httpx.Readiness {

@@ -21,7 +21,6 @@ import (
 
 	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/box/httpapi"
-	"github.com/platformco/platform/internal/box/identityclient"
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
@@ -71,7 +70,7 @@ func noDatabase(context.Context) httpx.Readiness {
 func oaHandler(t *testing.T, db *sqldb.DB, identityURL string) http.Handler {
 	t.Helper()
 	logger, _ := logtest.New()
-	client := identityclient.New(identityURL, 2*time.Second, logger)
+	client := httpapi.NewIdentity(identityURL, 2*time.Second, logger)
 	t.Cleanup(client.Close)
 	svc := box.NewService(sqlstore.New(db), client, 0)
 	return httpapi.NewServer(httpapi.Deps{Service: svc, Logger: logger, Idempotency: idempotency.New(db, make([]byte, idempotency.SecretSize)), Ready: func(ctx context.Context) httpx.Readiness {

@@ -1,10 +1,8 @@
 package httpapi
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/platformco/platform/internal/errs"
@@ -13,8 +11,9 @@ import (
 )
 
 type handlers struct {
-	svc    *keyholder.Service
-	logger *slog.Logger
+	svc      *keyholder.Service
+	identity Identity
+	logger   *slog.Logger
 }
 
 type credentialJSON struct {
@@ -76,18 +75,31 @@ type pullJSON struct {
 	PulledAt   time.Time `json:"pulled_at"`
 }
 
+// pulls is a member's read of their account's pulls.
 func (h *handlers) pulls(w http.ResponseWriter, r *http.Request) {
-	h.answerPulls(w, r, h.svc.Pulls)
+	accountID := r.PathValue("account_id")
+	m, err := h.member(r, accountID)
+	if err != nil {
+		writeError(w, r, h.logger, err)
+		return
+	}
+	pulls, err := h.svc.Pulls(r.Context(), m)
+	h.answerPulls(w, r, pulls, err)
 }
 
-// answerPulls answers the pull record that read returns for the caller's
-// bearer token and the path's account.
-func (h *handlers) answerPulls(w http.ResponseWriter, r *http.Request, read func(ctx context.Context, token, accountID string) ([]keyholder.Pull, error)) {
-	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
-		token = ""
+// staffPulls is the operator console's read of any account's pulls.
+func (h *handlers) staffPulls(w http.ResponseWriter, r *http.Request) {
+	st, err := h.staff(r)
+	if err != nil {
+		writeError(w, r, h.logger, err)
+		return
 	}
-	pulls, err := read(r.Context(), strings.TrimSpace(token), r.PathValue("account_id"))
+	pulls, err := h.svc.StaffPulls(r.Context(), st, r.PathValue("account_id"))
+	h.answerPulls(w, r, pulls, err)
+}
+
+// answerPulls answers a read of the pull record.
+func (h *handlers) answerPulls(w http.ResponseWriter, r *http.Request, pulls []keyholder.Pull, err error) {
 	if err != nil {
 		writeError(w, r, h.logger, err)
 		return
@@ -101,9 +113,4 @@ func (h *handlers) answerPulls(w http.ResponseWriter, r *http.Request, read func
 	httpx.WriteJSON(w, http.StatusOK, struct {
 		Pulls []pullJSON `json:"pulls"`
 	}{out})
-}
-
-// staffPulls is the operator console's read of any account's pulls.
-func (h *handlers) staffPulls(w http.ResponseWriter, r *http.Request) {
-	h.answerPulls(w, r, h.svc.StaffPulls)
 }

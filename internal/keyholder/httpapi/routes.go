@@ -26,6 +26,9 @@ type Deps struct {
 	Waiting bool
 	// Realm names the /v2 Basic challenge (the public registry host).
 	Realm string
+	// Identity resolves a caller's bearer token to a member of an account
+	// or to staff (NewIdentity); nil answers those routes unavailable.
+	Identity Identity
 	// Ready answers /readyz.
 	Ready  func(context.Context) httpx.Readiness
 	Logger *slog.Logger
@@ -42,7 +45,7 @@ func NewServer(d Deps) http.Handler {
 	mux.Handle("GET /openapi.json", openapi.Handler(openapiDocument))
 	switch {
 	case d.Service != nil:
-		h := &handlers{svc: d.Service, logger: d.Logger}
+		h := &handlers{svc: d.Service, identity: d.Identity, logger: d.Logger}
 		mux.HandleFunc("POST /v1/exchange", h.exchange)
 		mux.HandleFunc("DELETE /v1/credentials/{username}", h.deleteCredential)
 		mux.HandleFunc("GET /v1/accounts/{account_id}/pulls", h.pulls)

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/platformco/platform/internal/box/identityclient"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/httpx"
@@ -98,15 +97,15 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	if cfg.IdentityURL == "" {
 		logger.WarnContext(ctx, "KEYHOLDER_IDENTITY_URL is empty: GET /v1/accounts/{id}/pulls answers 503")
 	}
-	identity := identityclient.New(cfg.IdentityURL, cfg.IdentityTimeout, logger)
+	identity := httpapi.NewIdentity(cfg.IdentityURL, cfg.IdentityTimeout, logger)
 	defer identity.Close()
 	upstream := registry.NewUpstream(cfg.RegistryURL, cfg.RegistryUsername, cfg.RegistryPassword)
 	defer upstream.Close()
 	gate := sqldb.NewGate(db, sqlstore.Migrations, "platform keyholder migrate")
-	deps := httpapi.Deps{Logger: logger, Ready: Readiness(gate, db.Engine, box, upstream, logger), Waiting: true, Realm: cfg.PublicHost}
+	deps := httpapi.Deps{Logger: logger, Ready: Readiness(gate, db.Engine, box, upstream, logger), Waiting: true, Realm: cfg.PublicHost, Identity: identity}
 	h := httpx.NewSwitch(httpapi.NewServer(deps))
 	err = gate.Start(ctx, time.Second, logger, func(context.Context) error {
-		deps.Service = keyholder.NewService(obs.store(sqlstore.New(db)), obs.box(box), identity, cfg.CredentialTTL, cfg.PublicHost)
+		deps.Service = keyholder.NewService(obs.store(sqlstore.New(db)), obs.box(box), cfg.CredentialTTL, cfg.PublicHost)
 		deps.Front = registry.New(deps.Service, upstream, cfg.PublicHost, logger)
 		h.Set(httpapi.NewServer(deps))
 		return nil

@@ -1,0 +1,29 @@
+package httpapi
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/platformco/platform/internal/box"
+	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/identity/client"
+)
+
+// NewIdentity returns identity's client answering in box's codes and
+// words: it implements box.Identity. An empty baseURL makes every check
+// answer unavailable.
+func NewIdentity(baseURL string, timeout time.Duration, logger *slog.Logger) *client.Client {
+	return client.New(client.Options{
+		BaseURL: baseURL,
+		Timeout: timeout,
+		Logger:  logger,
+		Errors: client.Errors{
+			Unauthenticated: errs.New(box.CodeUnauthenticated, box.MsgUnauthenticated),
+			Forbidden:       errs.New(box.CodeForbidden, box.MsgForbidden),
+			NotFound:        errs.New(box.CodeNotFound, box.MsgNotFound),
+			Unavailable:     errs.New(box.CodeUnavailable, box.MsgUnavailable),
+		},
+	})
+}
+
+var _ box.Identity = (*client.Client)(nil)
