@@ -1,34 +1,26 @@
-// Package identityclient is courier's client of the identity service. A
-// user's token is verified against identity's key set as the gateway
-// verifies it (IDENTITY_ISSUER, its /.well-known/jwks.json), then
-// identity is asked who the user is (GET /v1/me, for the address their
-// preferences follow) and, for webhook endpoints, what role they hold in
-// an account (GET /v1/accounts/{id}), forwarding the caller's token as box
-// does. It never follows a redirect, caps what it reads and fails closed:
-// every answer it cannot trust is CodeUnavailable. The token is never logged.
+// Package identityclient is courier's side of identity: a user's token is
+// verified against identity's key set as the gateway verifies it
+// (IDENTITY_ISSUER, its /.well-known/jwks.json, through internal/tokens),
+// then identity's own client (internal/identity/client) asks who the user
+// is (GET /v1/me, for the address their preferences follow) and, for
+// webhook endpoints, what role they hold in an account (GET
+// /v1/accounts/{id}). Every failure maps to courier's codes in one place
+// (Errors): a bad token is CodeUnauthorized without asking identity, and
+// anything that cannot be trusted is CodeUnavailable. The token is never
+// logged.
 package identityclient
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/platformco/platform/internal/courier"
 	"github.com/platformco/platform/internal/errs"
-	"github.com/platformco/platform/internal/gateway"
-	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/identity/client"
 	"github.com/platformco/platform/internal/tokens"
 )
-
-const maxBody = 64 << 10
 
 // Options configure the client.
 type Options struct {
@@ -42,17 +34,26 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// Client implements courier.Identity.
+// Errors are courier's answers for identity's client.
+var Errors = client.Errors{
+	Unauthenticated: errs.New(courier.CodeUnauthorized, "a valid identity access token is required"),
+	Forbidden:       errs.New(courier.CodeForbidden, "platform staff only"),
+	NotFound:        errs.New(courier.CodeNotFound, "no such account"),
+	Unavailable:     errs.New(courier.CodeUnavailable, "the identity service is unavailable; try again shortly"),
+}
+
+// Client implements courier.Identity and courier.AccountIdentity.
 type Client struct {
 	keys     *tokens.Cache
 	verifier *tokens.Verifier
-	base     string
-	timeout  time.Duration
-	http     *http.Client
+	identity *client.Client
 	logger   *slog.Logger
 }
 
-var _ courier.Identity = (*Client)(nil)
+var (
+	_ courier.Identity        = (*Client)(nil)
+	_ courier.AccountIdentity = (*Client)(nil)
+)
 
 // New returns a client; Run must run for tokens to verify. With no
 // Issuer or no BaseURL every check answers unavailable.
@@ -60,19 +61,16 @@ func New(o Options) *Client {
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
 	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	if o.JWKSURL == "" && o.Issuer != "" {
 		o.JWKSURL = strings.TrimRight(o.Issuer, "/") + "/.well-known/jwks.json"
 	}
-	c := &Client{base: strings.TrimRight(o.BaseURL, "/"), timeout: o.Timeout, logger: o.Logger,
-		http: &http.Client{
-			Transport: &http.Transport{
-				DialContext:           (&net.Dialer{Timeout: o.Timeout}).DialContext,
-				TLSHandshakeTimeout:   o.Timeout,
-				ResponseHeaderTimeout: o.Timeout,
-				MaxIdleConnsPerHost:   32,
-			},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}}
+	c := &Client{logger: o.Logger}
+	if o.BaseURL != "" {
+		c.identity = client.New(client.Options{BaseURL: o.BaseURL, Timeout: o.Timeout, Errors: Errors, Logger: o.Logger})
+	}
 	if o.Issuer != "" {
 		c.keys = tokens.New(tokens.Options{URL: o.JWKSURL, TTL: 5 * time.Minute, FetchTimeout: o.Timeout, Logger: o.Logger})
 		c.verifier = tokens.NewVerifier(c.keys, o.Issuer)
@@ -93,98 +91,48 @@ func (c *Client) KeysUsable() bool {
 	return c.keys != nil && c.keys.Status(time.Now()).Usable
 }
 
-func unauthorized() error {
-	return errs.New(courier.CodeUnauthorized, "a valid identity access token is required")
+func copyOf(e *errs.Error) error {
+	cp := *e
+	return &cp
 }
 
 func (c *Client) unavailable(ctx context.Context, call, class string, attrs ...any) error {
 	c.logger.WarnContext(ctx, "identity check failed closed",
 		append([]any{"call", call, "class", class}, attrs...)...)
-	return errs.New(courier.CodeUnavailable, "the identity service is unavailable; try again shortly")
+	return copyOf(Errors.Unavailable)
 }
 
 // verify checks token's signature, issuer and expiry against the key set.
 func (c *Client) verify(ctx context.Context, call, token string) (string, error) {
 	if token == "" {
-		return "", unauthorized()
+		return "", copyOf(Errors.Unauthenticated)
 	}
-	if c.verifier == nil || c.base == "" {
+	if c.verifier == nil || c.identity == nil {
 		return "", c.unavailable(ctx, call, "not_configured")
 	}
 	claims, err := c.verifier.Verify(ctx, token)
 	if err != nil {
-		if errs.Code(err) == gateway.CodeInvalidToken {
-			return "", unauthorized()
+		if errs.Code(err) == tokens.CodeInvalidToken {
+			return "", copyOf(Errors.Unauthenticated)
 		}
-		return "", c.unavailable(ctx, call, "key_set", "error", err.Error())
+		return "", c.unavailable(ctx, call, "key_set", "err", err.Error())
 	}
 	return claims.Subject, nil
 }
 
-func (c *Client) get(ctx context.Context, call, path, token string) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
-	if err != nil {
-		return 0, nil, c.unavailable(ctx, call, "bad_request")
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set(httpx.TraceparentHeader, httpx.TraceFrom(ctx).Traceparent())
-	res, err := c.http.Do(req)
-	if err != nil {
-		class := "transport"
-		if errors.Is(err, context.DeadlineExceeded) {
-			class = "timeout"
-		}
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		return 0, nil, c.unavailable(ctx, call, class, "error", err.Error())
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxBody+1))
-	if err != nil || len(body) > maxBody {
-		return 0, nil, c.unavailable(ctx, call, "read", "status", res.StatusCode)
-	}
-	return res.StatusCode, body, nil
-}
-
-func decode(body []byte, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(dst); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data")
-	}
-	return nil
-}
-
-// User implements courier.Identity.
+// User implements courier.Identity: the verified token's user, whose id
+// must be the token's subject and who must have an address.
 func (c *Client) User(ctx context.Context, token string) (courier.User, error) {
 	const call = "me"
 	sub, err := c.verify(ctx, call, token)
 	if err != nil {
 		return courier.User{}, err
 	}
-	status, body, err := c.get(ctx, call, "/v1/me", token)
+	me, err := c.identity.Me(ctx, token)
 	if err != nil {
 		return courier.User{}, err
 	}
-	switch status {
-	case http.StatusOK:
-	case http.StatusUnauthorized:
-		return courier.User{}, unauthorized()
-	default:
-		return courier.User{}, c.unavailable(ctx, call, "unexpected_status", "status", status)
-	}
-	var me struct {
-		ID    string `json:"id"`
-		Email string `json:"email"`
-	}
-	if err := decode(body, &me); err != nil || me.ID == "" || me.Email == "" {
+	if me.Email == "" {
 		return courier.User{}, c.unavailable(ctx, call, "malformed_body")
 	}
 	if !strings.EqualFold(me.ID, sub) {
@@ -201,28 +149,13 @@ func (c *Client) AccountRole(ctx context.Context, token, accountID string) (stri
 	if _, err := c.verify(ctx, call, token); err != nil {
 		return "", err
 	}
-	status, body, err := c.get(ctx, call, "/v1/accounts/"+url.PathEscape(accountID), token)
-	if err != nil {
-		return "", err
+	role, _, err := c.identity.AccountRole(ctx, token, accountID)
+	return role, err
+}
+
+// Close releases idle connections.
+func (c *Client) Close() {
+	if c.identity != nil {
+		c.identity.Close()
 	}
-	switch status {
-	case http.StatusOK:
-	case http.StatusUnauthorized:
-		return "", unauthorized()
-	case http.StatusNotFound:
-		return "", errs.New(courier.CodeNotFound, "no such account")
-	default:
-		return "", c.unavailable(ctx, call, "unexpected_status", "status", status)
-	}
-	var acct struct {
-		ID   string `json:"id"`
-		Role string `json:"role"`
-	}
-	if err := decode(body, &acct); err != nil || strings.TrimSpace(acct.Role) == "" {
-		return "", c.unavailable(ctx, call, "malformed_body")
-	}
-	if !strings.EqualFold(acct.ID, accountID) {
-		return "", c.unavailable(ctx, call, "account_mismatch")
-	}
-	return acct.Role, nil
 }
