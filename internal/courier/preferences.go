@@ -90,30 +90,14 @@ type User struct {
 	Email string
 }
 
-// Identity is courier's port to the identity service. Errors:
-// CodeUnauthorized for a credential identity refuses, CodeUnavailable
-// for anything courier cannot trust (fail closed), CodeNotFound when the
-// caller is not a member of the account.
-type Identity interface {
-	// User verifies token and returns its user.
-	User(ctx context.Context, token string) (User, error)
-}
-
-// Preferences returns the signed-in user's preferences.
-func (s *Service) Preferences(ctx context.Context, token string) (Preferences, error) {
-	u, err := s.identity.User(ctx, token)
-	if err != nil {
-		return Preferences{}, err
-	}
+// Preferences returns the signed-in user's preferences (u as httpapi
+// resolved it with identity).
+func (s *Service) Preferences(ctx context.Context, u User) (Preferences, error) {
 	return s.store.Preferences(ctx, u.ID)
 }
 
 // UpdatePreferences applies patch to the signed-in user's preferences and
 // records their current address, so sends to it follow them.
-func (s *Service) UpdatePreferences(ctx context.Context, token string, patch PreferencesPatch) (Preferences, error) {
-	u, err := s.identity.User(ctx, token)
-	if err != nil {
-		return Preferences{}, err
-	}
+func (s *Service) UpdatePreferences(ctx context.Context, u User, patch PreferencesPatch) (Preferences, error) {
 	return s.store.UpdatePreferences(ctx, u.ID, NormalizeAddress(u.Email), patch)
 }

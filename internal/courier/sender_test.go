@@ -54,7 +54,7 @@ func newEnvOn(t *testing.T, db *sqldb.DB, srv *smtptest.Server, opts courier.Sen
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := courier.NewService(sqlstore.New(db), sealer, nil)
+	svc := courier.NewService(sqlstore.New(db), sealer)
 	mailer, err := smtp.New(smtp.Options{Addr: srv.Addr, TLS: smtp.TLSNone, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -20,18 +20,17 @@ const (
 
 // Service is courier's application logic over its ports.
 type Service struct {
-	store    Store
-	sealer   *Sealer
-	identity Identity
+	store  Store
+	sealer *Sealer
 	// queued receives (without blocking) when a message was queued, to
 	// wake the send loop.
 	queued chan struct{}
 }
 
 // NewService returns a service over store, sealing template data with
-// sealer and asking identity about signed-in users.
-func NewService(store Store, sealer *Sealer, identity Identity) *Service {
-	return &Service{store: store, sealer: sealer, identity: identity, queued: make(chan struct{}, 1)}
+// sealer.
+func NewService(store Store, sealer *Sealer) *Service {
+	return &Service{store: store, sealer: sealer, queued: make(chan struct{}, 1)}
 }
 
 // Send validates and records a send request from caller (a service

@@ -126,40 +126,38 @@ type AttemptOutcome struct {
 	Next     *time.Time
 }
 
-// AccountIdentity answers a caller's role in an account.
-type AccountIdentity interface {
-	AccountRole(ctx context.Context, token, accountID string) (string, error)
+// Member is a caller confirmed a member of AccountID with Role, as
+// httpapi resolves it with identity. Domain methods take it, never a
+// token.
+type Member struct {
+	AccountID string
+	Role      string
+}
+
+// ValidAccountID reports whether id can name an account; a malformed id
+// is answered not_found before identity is asked.
+func ValidAccountID(id string) bool {
+	_, err := uuid.Parse(id)
+	return err == nil
 }
 
 // Webhooks is the endpoint management of courier.md section 4.
 type Webhooks struct {
-	store    WebhookStore
-	identity AccountIdentity
-	sealer   *Sealer
+	store  WebhookStore
+	sealer *Sealer
 	// development admits http:// endpoints on loopback addresses.
 	development bool
 }
 
 // NewWebhooks returns the endpoint management over store.
-func NewWebhooks(store WebhookStore, identity AccountIdentity, sealer *Sealer, development bool) *Webhooks {
-	return &Webhooks{store: store, identity: identity, sealer: sealer, development: development}
+func NewWebhooks(store WebhookStore, sealer *Sealer, development bool) *Webhooks {
+	return &Webhooks{store: store, sealer: sealer, development: development}
 }
 
-// admin checks that token's user is an owner or admin of accountID.
-// Errors: CodeUnauthorized, CodeNotFound (not a member), CodeForbidden,
-// CodeUnavailable.
-func (w *Webhooks) admin(ctx context.Context, token, accountID string) error {
-	if token == "" {
-		return errs.New(CodeUnauthorized, "a valid identity access token is required")
-	}
-	if _, err := uuid.Parse(accountID); err != nil {
-		return errs.New(CodeNotFound, "no such account")
-	}
-	role, err := w.identity.AccountRole(ctx, token, accountID)
-	if err != nil {
-		return err
-	}
-	if role != "owner" && role != "admin" {
+// admin checks that m is an owner or admin of its account. Errors:
+// CodeForbidden.
+func admin(m Member) error {
+	if m.Role != "owner" && m.Role != "admin" {
 		return errs.New(CodeForbidden, "only the account's owners and admins manage its webhook endpoints")
 	}
 	return nil
@@ -254,8 +252,8 @@ func dedupe(types []string) []string {
 }
 
 // Create adds an endpoint and returns it with its secret, shown only now.
-func (w *Webhooks) Create(ctx context.Context, token, accountID string, in EndpointInput) (Endpoint, string, error) {
-	if err := w.admin(ctx, token, accountID); err != nil {
+func (w *Webhooks) Create(ctx context.Context, m Member, in EndpointInput) (Endpoint, string, error) {
+	if err := admin(m); err != nil {
 		return Endpoint{}, "", err
 	}
 	var f errs.Fields
@@ -265,7 +263,7 @@ func (w *Webhooks) Create(ctx context.Context, token, accountID string, in Endpo
 	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
 		return Endpoint{}, "", err
 	}
-	e := Endpoint{ID: uuid.NewString(), AccountID: accountID, URL: in.URL, EventTypes: dedupe(in.EventTypes)}
+	e := Endpoint{ID: uuid.NewString(), AccountID: m.AccountID, URL: in.URL, EventTypes: dedupe(in.EventTypes)}
 	if in.Description != nil {
 		e.Description = strings.TrimSpace(*in.Description)
 	}
@@ -275,27 +273,27 @@ func (w *Webhooks) Create(ctx context.Context, token, accountID string, in Endpo
 }
 
 // List returns the account's endpoints.
-func (w *Webhooks) List(ctx context.Context, token, accountID string) ([]Endpoint, error) {
-	if err := w.admin(ctx, token, accountID); err != nil {
+func (w *Webhooks) List(ctx context.Context, m Member) ([]Endpoint, error) {
+	if err := admin(m); err != nil {
 		return nil, err
 	}
-	return w.store.Endpoints(ctx, accountID)
+	return w.store.Endpoints(ctx, m.AccountID)
 }
 
 // Get returns one endpoint.
-func (w *Webhooks) Get(ctx context.Context, token, accountID, id string) (Endpoint, error) {
-	if err := w.admin(ctx, token, accountID); err != nil {
+func (w *Webhooks) Get(ctx context.Context, m Member, id string) (Endpoint, error) {
+	if err := admin(m); err != nil {
 		return Endpoint{}, err
 	}
 	if _, err := uuid.Parse(id); err != nil {
 		return Endpoint{}, errs.New(CodeNotFound, "no such webhook endpoint")
 	}
-	return w.store.Endpoint(ctx, accountID, id)
+	return w.store.Endpoint(ctx, m.AccountID, id)
 }
 
 // Update changes an endpoint's url, types, description or disabled flag.
-func (w *Webhooks) Update(ctx context.Context, token, accountID, id string, p EndpointPatch) (Endpoint, error) {
-	if err := w.admin(ctx, token, accountID); err != nil {
+func (w *Webhooks) Update(ctx context.Context, m Member, id string, p EndpointPatch) (Endpoint, error) {
+	if err := admin(m); err != nil {
 		return Endpoint{}, err
 	}
 	if _, err := uuid.Parse(id); err != nil {
@@ -315,50 +313,50 @@ func (w *Webhooks) Update(ctx context.Context, token, accountID, id string, p En
 		return Endpoint{}, err
 	}
 	p.SealedSecret = nil
-	return w.store.UpdateEndpoint(ctx, accountID, id, p)
+	return w.store.UpdateEndpoint(ctx, m.AccountID, id, p)
 }
 
 // Delete removes an endpoint and its delivery log.
-func (w *Webhooks) Delete(ctx context.Context, token, accountID, id string) error {
-	if err := w.admin(ctx, token, accountID); err != nil {
+func (w *Webhooks) Delete(ctx context.Context, m Member, id string) error {
+	if err := admin(m); err != nil {
 		return err
 	}
 	if _, err := uuid.Parse(id); err != nil {
 		return errs.New(CodeNotFound, "no such webhook endpoint")
 	}
-	return w.store.DeleteEndpoint(ctx, accountID, id)
+	return w.store.DeleteEndpoint(ctx, m.AccountID, id)
 }
 
 // Rotate replaces an endpoint's secret and returns the new one, once.
-func (w *Webhooks) Rotate(ctx context.Context, token, accountID, id string) (Endpoint, string, error) {
-	if err := w.admin(ctx, token, accountID); err != nil {
+func (w *Webhooks) Rotate(ctx context.Context, m Member, id string) (Endpoint, string, error) {
+	if err := admin(m); err != nil {
 		return Endpoint{}, "", err
 	}
 	if _, err := uuid.Parse(id); err != nil {
 		return Endpoint{}, "", errs.New(CodeNotFound, "no such webhook endpoint")
 	}
 	secret := NewSecret()
-	e, err := w.store.UpdateEndpoint(ctx, accountID, id, EndpointPatch{SealedSecret: w.sealer.Seal(id, []byte(secret))})
+	e, err := w.store.UpdateEndpoint(ctx, m.AccountID, id, EndpointPatch{SealedSecret: w.sealer.Seal(id, []byte(secret))})
 	return e, secret, err
 }
 
 // Deliveries pages an endpoint's delivery log.
-func (w *Webhooks) Deliveries(ctx context.Context, token, accountID, id string, before int64, limit int) ([]Delivery, error) {
-	if _, err := w.Get(ctx, token, accountID, id); err != nil {
+func (w *Webhooks) Deliveries(ctx context.Context, m Member, id string, before int64, limit int) ([]Delivery, error) {
+	if _, err := w.Get(ctx, m, id); err != nil {
 		return nil, err
 	}
-	return w.store.Deliveries(ctx, accountID, id, before, limit)
+	return w.store.Deliveries(ctx, m.AccountID, id, before, limit)
 }
 
 // Retry makes a delivery due at once.
-func (w *Webhooks) Retry(ctx context.Context, token, accountID, endpointID, id string) (Delivery, error) {
-	if _, err := w.Get(ctx, token, accountID, endpointID); err != nil {
+func (w *Webhooks) Retry(ctx context.Context, m Member, endpointID, id string) (Delivery, error) {
+	if _, err := w.Get(ctx, m, endpointID); err != nil {
 		return Delivery{}, err
 	}
 	if _, err := uuid.Parse(id); err != nil {
 		return Delivery{}, errs.New(CodeNotFound, "no such delivery")
 	}
-	return w.store.RetryDelivery(ctx, accountID, endpointID, id)
+	return w.store.RetryDelivery(ctx, m.AccountID, endpointID, id)
 }
 
 // OpenSecret opens a claimed delivery's endpoint secret.

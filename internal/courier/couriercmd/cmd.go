@@ -152,7 +152,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		logger.WarnContext(ctx, "IDENTITY_ISSUER or COURIER_IDENTITY_URL is empty: every signed-in user's call answers 503")
 	}
 	gate := sqldb.NewGate(db, sqlstore.Migrations, "platform courier migrate")
-	deps := httpapi.Deps{Tokens: cfg.tokens, Logger: logger, DatabaseTimeout: cfg.DatabaseTimeout,
+	deps := httpapi.Deps{Tokens: cfg.tokens, Identity: identity, Logger: logger, DatabaseTimeout: cfg.DatabaseTimeout,
 		Ready: Readiness(gate, db, logger), Waiting: true}
 	var mailer courier.Mailer
 	switch cfg.MailAdapter {
@@ -244,8 +244,8 @@ func openLoops(ctx, loopCtx context.Context, db *sqldb.DB, cfg Config, deps *htt
 		setStopOutbox(stop)
 	}
 	store := sqlstore.New(db)
-	svc := courier.NewService(store, sealer, identity)
-	hooks := courier.NewWebhooks(store, identity, sealer, cfg.Development())
+	svc := courier.NewService(store, sealer)
+	hooks := courier.NewWebhooks(store, sealer, cfg.Development())
 	deliverer := webhooks.NewDeliverer(obs.webhookStore(store), hooks, webhooks.NewClient(cfg.Development()), webhooks.Options{}, logger)
 	deps.Service, deps.Webhooks, deps.KickDeliveries = svc, hooks, deliverer.Kick
 	deps.Idempotency = idempotency.New(db, cfg.SecretBoxKey)

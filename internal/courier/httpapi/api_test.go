@@ -62,9 +62,9 @@ func newEnvWith(t *testing.T, engine sqldb.Engine, dbTimeout time.Duration, read
 		t.Fatal(err)
 	}
 	idp := startIdentity(t, engine)
-	svc := courier.NewService(sqlstore.New(db), sealer, idp.client)
+	svc := courier.NewService(sqlstore.New(db), sealer)
 	h := httpapi.NewServer(httpapi.Deps{
-		Service: svc, Tokens: tokens, Idempotency: idempotency.New(db, make([]byte, idempotency.SecretSize)), Logger: discard(),
+		Service: svc, Identity: idp.client, Tokens: tokens, Idempotency: idempotency.New(db, make([]byte, idempotency.SecretSize)), Logger: discard(),
 		Mailbox: box.Page(), MailboxJSON: box.JSON(), DatabaseTimeout: dbTimeout,
 		Ready: func(context.Context) httpx.Readiness {
 			if !ready {
@@ -403,7 +403,11 @@ func TestConcurrentPatchesKeepEveryCategory(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		got, err := e.svc.Preferences(context.Background(), tok)
+		u, err := e.idp.client.User(context.Background(), tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.svc.Preferences(context.Background(), u)
 		if err != nil || got != (courier.Preferences{}) {
 			t.Errorf("preferences = %+v, %v; want every category off", got, err)
 		}

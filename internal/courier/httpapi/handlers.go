@@ -16,6 +16,7 @@ import (
 type handlers struct {
 	svc       *courier.Service
 	hooks     *courier.Webhooks
+	identity  Identity
 	kick      func()
 	tokens    ServiceTokens
 	logger    *slog.Logger
@@ -126,7 +127,12 @@ func userToken(r *http.Request) string {
 func (h *handlers) getPreferences(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.bounded(r)
 	defer cancel()
-	p, err := h.svc.Preferences(ctx, userToken(r))
+	u, err := h.user(ctx, r)
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	p, err := h.svc.Preferences(ctx, u)
 	if err != nil {
 		fail(w, r, h.logger, err)
 		return
@@ -154,7 +160,12 @@ func (h *handlers) patchPreferences(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := h.bounded(r)
 	defer cancel()
-	p, err := h.svc.UpdatePreferences(ctx, userToken(r), patch)
+	u, err := h.user(ctx, r)
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	p, err := h.svc.UpdatePreferences(ctx, u, patch)
 	if err != nil {
 		fail(w, r, h.logger, err)
 		return

@@ -25,6 +25,9 @@ type Deps struct {
 	// unavailable.
 	Waiting  bool
 	Webhooks *courier.Webhooks
+	// Identity resolves a user's bearer token to a user, or to a member of
+	// an account (identityclient); nil answers those routes unavailable.
+	Identity Identity
 	// KickDeliveries, when set, wakes the delivery loop (a manual retry
 	// is delivered at once).
 	KickDeliveries  func()
@@ -68,7 +71,7 @@ func refuse(w http.ResponseWriter, r *http.Request, status int, code, message st
 }
 
 func routes(mux *http.ServeMux, d Deps) {
-	h := &handlers{svc: d.Service, hooks: d.Webhooks, kick: d.KickDeliveries, tokens: d.Tokens, logger: d.Logger, dbTimeout: d.DatabaseTimeout}
+	h := &handlers{svc: d.Service, hooks: d.Webhooks, identity: d.Identity, kick: d.KickDeliveries, tokens: d.Tokens, logger: d.Logger, dbTimeout: d.DatabaseTimeout}
 	if h.dbTimeout <= 0 {
 		h.dbTimeout = 5 * time.Second
 	}

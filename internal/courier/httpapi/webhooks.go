@@ -77,7 +77,12 @@ func (h *handlers) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := h.bounded(r)
 	defer cancel()
-	e, secret, err := h.hooks.Create(ctx, userToken(r), r.PathValue("account_id"), courier.EndpointInput{URL: req.URL, EventTypes: req.EventTypes, Description: req.Description})
+	m, err := h.member(ctx, r)
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	e, secret, err := h.hooks.Create(ctx, m, courier.EndpointInput{URL: req.URL, EventTypes: req.EventTypes, Description: req.Description})
 	if err != nil {
 		fail(w, r, h.logger, err)
 		return
@@ -90,7 +95,12 @@ func (h *handlers) createEndpoint(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.bounded(r)
 	defer cancel()
-	list, err := h.hooks.List(ctx, userToken(r), r.PathValue("account_id"))
+	m, err := h.member(ctx, r)
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	list, err := h.hooks.List(ctx, m)
 	if err != nil {
 		fail(w, r, h.logger, err)
 		return
@@ -105,7 +115,12 @@ func (h *handlers) listEndpoints(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) getEndpoint(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.bounded(r)
 	defer cancel()
-	e, err := h.hooks.Get(ctx, userToken(r), r.PathValue("account_id"), r.PathValue("endpoint_id"))
+	m, err := h.member(ctx, r)
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	e, err := h.hooks.Get(ctx, m, r.PathValue("endpoint_id"))
 	if err != nil {
 		fail(w, r, h.logger, err)
 		return
@@ -131,7 +146,12 @@ func (h *handlers) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := h.bounded(r)
 	defer cancel()
-	e, err := h.hooks.Update(ctx, userToken(r), r.PathValue("account_id"), r.PathValue("endpoint_id"),
+	m, err := h.member(ctx, r)
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	e, err := h.hooks.Update(ctx, m, r.PathValue("endpoint_id"),
 		courier.EndpointPatch{URL: req.URL, EventTypes: req.EventTypes, Description: req.Description, Disabled: req.Disabled})
 	if err != nil {
 		fail(w, r, h.logger, err)
@@ -143,7 +163,12 @@ func (h *handlers) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.bounded(r)
 	defer cancel()
-	if err := h.hooks.Delete(ctx, userToken(r), r.PathValue("account_id"), r.PathValue("endpoint_id")); err != nil {
+	m, err := h.member(ctx, r)
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	if err := h.hooks.Delete(ctx, m, r.PathValue("endpoint_id")); err != nil {
 		fail(w, r, h.logger, err)
 		return
 	}
@@ -153,7 +178,12 @@ func (h *handlers) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.bounded(r)
 	defer cancel()
-	e, secret, err := h.hooks.Rotate(ctx, userToken(r), r.PathValue("account_id"), r.PathValue("endpoint_id"))
+	m, err := h.member(ctx, r)
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	e, secret, err := h.hooks.Rotate(ctx, m, r.PathValue("endpoint_id"))
 	if err != nil {
 		fail(w, r, h.logger, err)
 		return
@@ -188,7 +218,12 @@ func (h *handlers) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := h.bounded(r)
 	defer cancel()
-	list, err := h.hooks.Deliveries(ctx, userToken(r), r.PathValue("account_id"), r.PathValue("endpoint_id"), before, limit+1)
+	m, err := h.member(ctx, r)
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	list, err := h.hooks.Deliveries(ctx, m, r.PathValue("endpoint_id"), before, limit+1)
 	if err != nil {
 		fail(w, r, h.logger, err)
 		return
@@ -209,7 +244,12 @@ func (h *handlers) listDeliveries(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) retryDelivery(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.bounded(r)
 	defer cancel()
-	d, err := h.hooks.Retry(ctx, userToken(r), r.PathValue("account_id"), r.PathValue("endpoint_id"), r.PathValue("delivery_id"))
+	m, err := h.member(ctx, r)
+	if err != nil {
+		fail(w, r, h.logger, err)
+		return
+	}
+	d, err := h.hooks.Retry(ctx, m, r.PathValue("endpoint_id"), r.PathValue("delivery_id"))
 	if err != nil {
 		fail(w, r, h.logger, err)
 		return

@@ -42,7 +42,7 @@ var Errors = client.Errors{
 	Unavailable:     errs.New(courier.CodeUnavailable, "the identity service is unavailable; try again shortly"),
 }
 
-// Client implements courier.Identity and courier.AccountIdentity.
+// Client implements courier's httpapi.Identity.
 type Client struct {
 	keys     *tokens.Cache
 	verifier *tokens.Verifier
@@ -50,10 +50,6 @@ type Client struct {
 	logger   *slog.Logger
 }
 
-var (
-	_ courier.Identity        = (*Client)(nil)
-	_ courier.AccountIdentity = (*Client)(nil)
-)
 
 // New returns a client; Run must run for tokens to verify. With no
 // Issuer or no BaseURL every check answers unavailable.
@@ -120,7 +116,7 @@ func (c *Client) verify(ctx context.Context, call, token string) (string, error)
 	return claims.Subject, nil
 }
 
-// User implements courier.Identity: the verified token's user, whose id
+// User returns the verified token's user, whose id
 // must be the token's subject and who must have an address.
 func (c *Client) User(ctx context.Context, token string) (courier.User, error) {
 	const call = "me"

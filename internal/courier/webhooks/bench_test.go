@@ -48,7 +48,7 @@ func newBenchRig(b *testing.B, engine sqldb.Engine) *benchRig {
 	b.Cleanup(srv.Close)
 	r.url = srv.URL + "/hook"
 	sealer, _ := courier.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
-	r.hooks = courier.NewWebhooks(r.store, nil, sealer, true)
+	r.hooks = courier.NewWebhooks(r.store, sealer, true)
 	id := uuid.NewString()
 	if _, err := r.store.CreateEndpoint(context.Background(), courier.Endpoint{ID: id, AccountID: r.account, URL: r.url,
 		EventTypes: []string{"identity.member.joined"}}, sealer.Seal(id, []byte(courier.NewSecret()))); err != nil {

@@ -96,8 +96,8 @@ func newEnv(t *testing.T, engine sqldb.Engine, development bool) *env {
 
 	sealer, _ := courier.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
 	store := sqlstore.New(db)
-	hooks := courier.NewWebhooks(store, client, sealer, development)
-	h := httpapi.NewServer(httpapi.Deps{Service: courier.NewService(store, sealer, client), Webhooks: hooks,
+	hooks := courier.NewWebhooks(store, sealer, development)
+	h := httpapi.NewServer(httpapi.Deps{Service: courier.NewService(store, sealer), Webhooks: hooks, Identity: client,
 		Idempotency: idempotency.New(db, make([]byte, idempotency.SecretSize)), Logger: discard(),
 		Ready: func(context.Context) httpx.Readiness { return httpx.Readiness{Ready: true, Body: map[string]string{}} }})
 	broker := eventstest.Embedded(t)
