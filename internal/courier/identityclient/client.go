@@ -50,7 +50,6 @@ type Client struct {
 	logger   *slog.Logger
 }
 
-
 // New returns a client; Run must run for tokens to verify. With no
 // Issuer or no BaseURL every check answers unavailable.
 func New(o Options) *Client {
