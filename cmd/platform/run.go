@@ -67,19 +67,19 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 	case "dev":
 		return devcmd.Run(ctx, args[1:], env)
 	case "identity":
-		return identitycmd.Run(ctx, args[1:], env)
+		return identitycmd.Command.Run(ctx, args[1:], env)
 	case "box":
-		return boxcmd.Run(ctx, args[1:], env)
+		return boxcmd.Command.Run(ctx, args[1:], env)
 	case "gateway":
-		return gatewaycmd.Run(ctx, args[1:], env, apidocs.Public())
+		return gatewaycmd.NewCommand(apidocs.Public()).Run(ctx, args[1:], env)
 	case "courier":
-		return couriercmd.Run(ctx, args[1:], env)
+		return couriercmd.Command.Run(ctx, args[1:], env)
 	case "events":
 		return eventscmd.Run(ctx, args[1:], env)
 	case "keyholder":
-		return keyholdercmd.Run(ctx, args[1:], env)
+		return keyholdercmd.Command.Run(ctx, args[1:], env)
 	case "parlor":
-		return parlorcmd.Run(ctx, args[1:], env)
+		return parlorcmd.Command.Run(ctx, args[1:], env)
 	case "probe":
 		return cli.Probe(ctx, args[1:], env)
 	case "version":

@@ -30,7 +30,7 @@ func TestRunExitCodes(t *testing.T) {
 			wantCode: 1, wantStderr: "IDENTITY_MASTER_KEY: must be the base64 encoding of exactly 32 bytes"},
 		{name: "NoCommand", args: nil, wantCode: 2, wantStderr: "no command given"},
 		{name: "UnknownCommand", args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
-		{name: "IdentityNoSubcommand", args: []string{"identity"}, wantCode: 2, wantStderr: "expected serve"},
+		{name: "IdentityNoSubcommand", args: []string{"identity"}, wantCode: 2, wantStderr: "identity: no subcommand given"},
 		{name: "StaffMissingEmail", args: []string{"identity", "staff", "add"}, wantCode: 2, wantStderr: "expected add EMAIL"},
 		{name: "KeysWithdrawNoKID", args: []string{"identity", "keys", "withdraw"}, wantCode: 2, wantStderr: "withdraw KID"},
 		{name: "BadLockoutThreshold", args: []string{"identity", "serve"}, env: map[string]string{"IDENTITY_LOCKOUT_THRESHOLD": "zero"},
@@ -65,5 +65,47 @@ func TestRunExitCodes(t *testing.T) {
 				t.Errorf("stderr echoes the master key")
 			}
 		})
+	}
+}
+
+// TestEveryServiceCommandAnswersAlike runs every service's command as a
+// new user would and expects one answer from all of them: a bad LOG_LEVEL
+// stops it (exit 1) naming the variable, help exits 0 with the service's
+// usage, and an argument after serve is refused (exit 2).
+func TestEveryServiceCommandAnswersAlike(t *testing.T) {
+	for _, svc := range []string{"identity", "box", "gateway", "courier", "keyholder", "parlor"} {
+		for _, tt := range []struct {
+			name       string
+			args       []string
+			env        map[string]string
+			wantCode   int
+			wantStdout string
+			wantStderr string
+		}{
+			{name: "BadLogLevel", args: []string{svc, "serve"}, env: map[string]string{"LOG_LEVEL": "bogus"},
+				wantCode: 1, wantStderr: `platform: LOG_LEVEL: must be one of debug, info, warn, error, got "bogus"` + "\n"},
+			{name: "Help", args: []string{svc, "help"}, wantCode: 0, wantStdout: "usage: platform " + svc + " <command>\n"},
+			{name: "HelpFlag", args: []string{svc, "--help"}, wantCode: 0, wantStdout: "usage: platform " + svc + " <command>\n"},
+			{name: "ServeHelp", args: []string{svc, "serve", "-h"}, wantCode: 0, wantStdout: "usage: platform " + svc + " <command>\n"},
+			{name: "ExtraArgument", args: []string{svc, "serve", "extra"}, wantCode: 2,
+				wantStderr: "platform: " + svc + ` serve: unexpected argument "extra"` + "\n"},
+			{name: "UnknownSubcommand", args: []string{svc, "bake"}, wantCode: 2,
+				wantStderr: "platform: " + svc + `: unknown subcommand "bake"`},
+			{name: "NoSubcommand", args: []string{svc}, wantCode: 2, wantStderr: "platform: " + svc + ": no subcommand given"},
+		} {
+			t.Run(svc+"/"+tt.name, func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				code := run(context.Background(), tt.args, func(k string) string { return tt.env[k] }, &stdout, &stderr)
+				if code != tt.wantCode {
+					t.Errorf("exit %d, want %d (stderr %q)", code, tt.wantCode, stderr.String())
+				}
+				if !strings.HasPrefix(stdout.String(), tt.wantStdout) {
+					t.Errorf("stdout %q, want it to start %q", stdout.String(), tt.wantStdout)
+				}
+				if !strings.HasPrefix(stderr.String(), tt.wantStderr) {
+					t.Errorf("stderr %q, want it to start %q", stderr.String(), tt.wantStderr)
+				}
+			})
+		}
 	}
 }

@@ -151,8 +151,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 
 	identityDB := "sqlite:" + filepath.Join(dir, "identity.db")
 	boxDB := "sqlite:" + filepath.Join(dir, "box.db")
-	quiet := cli.Env{Getenv: env.Getenv, Stdout: devNull{}, Stderr: env.Stderr}
-	if err := identitycmd.Migrate(ctx, identityDB, quiet); err != nil {
+	if err := identitycmd.Migrate(ctx, identityDB); err != nil {
 		return fmt.Errorf("identity migrations: %w", err)
 	}
 	if err := boxcmd.Migrate(ctx, boxDB); err != nil {

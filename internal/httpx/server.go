@@ -34,7 +34,12 @@ func NewServer(h http.Handler, logger *slog.Logger) *http.Server {
 // and lets in-flight requests finish (up to ShutdownGrace). Requests are not
 // cancelled by ctx: a signal drains them instead of aborting them.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
-	srv := NewServer(h, logger)
+	return ServeWith(ctx, ln, NewServer(h, logger), logger)
+}
+
+// ServeWith is Serve with a server the caller adjusted from NewServer's,
+// such as the gateway's larger header limit.
+func ServeWith(ctx context.Context, ln net.Listener, srv *http.Server, logger *slog.Logger) error {
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

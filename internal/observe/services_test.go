@@ -15,6 +15,7 @@ import (
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/parlor/parlorcmd"
+	"github.com/platformco/platform/internal/service"
 	"github.com/platformco/platform/internal/testutil"
 )
 
@@ -41,14 +42,14 @@ func TestEveryServiceServesMetricsOnItsOwnListener(t *testing.T) {
 		serve   func(ctx context.Context, t *testing.T, metricsAddr string, ln net.Listener) error
 	}{
 		{"identity", func(ctx context.Context, t *testing.T, addr string, ln net.Listener) error {
-			return identitycmd.Serve(ctx, identitycmd.Config{Telemetry: observe.Telemetry{MetricsAddr: addr}, Issuer: "http://id.test"}, discard(), ln)
+			return identitycmd.Serve(ctx, identitycmd.Config{Base: service.Base{Telemetry: observe.Telemetry{MetricsAddr: addr}}, Issuer: "http://id.test"}, discard(), ln)
 		}},
 		{"box", func(ctx context.Context, t *testing.T, addr string, ln net.Listener) error {
 			db := "sqlite:" + filepath.Join(t.TempDir(), "box.db")
 			if err := boxcmd.Migrate(ctx, db); err != nil {
 				t.Fatal(err)
 			}
-			return boxcmd.Serve(ctx, boxcmd.Config{Telemetry: observe.Telemetry{MetricsAddr: addr}, DatabaseURL: db, DatabaseTimeout: time.Second,
+			return boxcmd.Serve(ctx, boxcmd.Config{Base: service.Base{Telemetry: observe.Telemetry{MetricsAddr: addr}, DatabaseURL: db, DatabaseTimeout: time.Second},
 				IdentityTimeout: time.Second, CapabilityTTL: time.Minute, MasterKey: make([]byte, 32)}, discard(), ln)
 		}},
 		{"gateway", func(ctx context.Context, t *testing.T, addr string, ln net.Listener) error {
@@ -61,7 +62,7 @@ func TestEveryServiceServesMetricsOnItsOwnListener(t *testing.T) {
 			return gatewaycmd.Serve(ctx, cfg, discard(), ln)
 		}},
 		{"parlor", func(ctx context.Context, t *testing.T, addr string, ln net.Listener) error {
-			return parlorcmd.Serve(ctx, parlorcmd.Config{Telemetry: observe.Telemetry{MetricsAddr: addr}, APIURL: "http://127.0.0.1:1", APITimeout: time.Second}, discard(), ln)
+			return parlorcmd.Serve(ctx, parlorcmd.Config{Base: service.Base{Telemetry: observe.Telemetry{MetricsAddr: addr}}, APIURL: "http://127.0.0.1:1", APITimeout: time.Second}, discard(), ln)
 		}},
 	} {
 		t.Run(tc.service, func(t *testing.T) {

@@ -7,6 +7,7 @@ package parlor
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"html/template"
@@ -35,6 +36,8 @@ const CookieName = "__Host-session"
 type Deps struct {
 	API    *Client
 	Logger *slog.Logger
+	// Ready answers /readyz; nil answers {"status":"ok","deps":"none"}.
+	Ready func(context.Context) httpx.Readiness
 }
 
 // server holds the parsed pages and the API client.

@@ -1,7 +1,6 @@
 package parlor
 
 import (
-	"context"
 	"io/fs"
 	"net/http"
 
@@ -18,9 +17,11 @@ func New(d Deps) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpx.Healthz())
-	mux.Handle("GET /readyz", httpx.Readyz(func(context.Context) httpx.Readiness {
-		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok", "deps": "none"}}
-	}))
+	ready := d.Ready
+	if ready == nil {
+		ready = httpx.NoDatabase
+	}
+	mux.Handle("GET /readyz", httpx.Readyz(ready))
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		return nil, err

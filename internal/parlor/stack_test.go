@@ -62,8 +62,7 @@ func startStack(t testing.TB) *stack {
 	ctx, cancel := context.WithCancel(context.Background())
 	identityDB := "sqlite:" + filepath.Join(dir, "identity.db")
 	boxDB := "sqlite:" + filepath.Join(dir, "box.db")
-	quiet := cli.Env{Getenv: envOf(nil), Stdout: io.Discard, Stderr: io.Discard}
-	if err := identitycmd.Migrate(ctx, identityDB, quiet); err != nil {
+	if err := identitycmd.Migrate(ctx, identityDB); err != nil {
 		t.Fatal(err)
 	}
 	if err := boxcmd.Migrate(ctx, boxDB); err != nil {
@@ -157,7 +156,7 @@ func startStack(t testing.TB) *stack {
 func (s *stack) makeStaff(t testing.TB, email string) {
 	t.Helper()
 	env := cli.Env{Getenv: envOf(map[string]string{"DATABASE_URL": s.IdentityDB}), Stdout: io.Discard, Stderr: io.Discard}
-	if err := identitycmd.Run(context.Background(), []string{"staff", "add", email}, env); err != nil {
+	if err := identitycmd.Command.Run(context.Background(), []string{"staff", "add", email}, env); err != nil {
 		t.Fatalf("staff add %s: %v", email, err)
 	}
 }

@@ -15,7 +15,8 @@ import (
 
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
-	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/idempotency"
+	"github.com/platformco/platform/internal/service"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
@@ -26,7 +27,7 @@ func getenv(m map[string]string) func(string) string {
 
 func load(env map[string]string) (boxcmd.Config, error) {
 	var cfg boxcmd.Config
-	err := config.Load(context.Background(), getenv(env), &cfg)
+	err := boxcmd.Command.Load(context.Background(), getenv(env), &cfg)
 	return cfg, err
 }
 
@@ -125,7 +126,7 @@ func TestServeSchemaBehind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = boxcmd.Serve(context.Background(), boxcmd.Config{DatabaseURL: sqltest.URL(t, engine), IdentityTimeout: time.Second, MasterKey: make([]byte, 32)}, slog.New(slog.DiscardHandler), ln)
+		err = boxcmd.Serve(context.Background(), boxcmd.Config{Base: service.Base{DatabaseURL: sqltest.URL(t, engine)}, IdentityTimeout: time.Second, MasterKey: make([]byte, 32)}, slog.New(slog.DiscardHandler), ln)
 		if err == nil || !strings.Contains(err.Error(), "platform box migrate") || strings.Contains(err.Error(), "\n") {
 			t.Fatalf("Serve on an unmigrated database = %v, want one line naming `platform box migrate`", err)
 		}
@@ -138,7 +139,7 @@ func TestServeReadiness(t *testing.T) {
 		if err := boxcmd.Migrate(context.Background(), url); err != nil {
 			t.Fatal(err)
 		}
-		base := serve(t, boxcmd.Config{DatabaseURL: url, IdentityTimeout: time.Second, DatabaseTimeout: time.Second, MasterKey: make([]byte, 32)})
+		base := serve(t, boxcmd.Config{Base: service.Base{DatabaseURL: url, DatabaseTimeout: time.Second}, IdentityTimeout: time.Second, MasterKey: make([]byte, 32)})
 		want := `{"deps":"` + string(engine) + `","status":"ok"}`
 		if code, body := get(t, base+"/readyz"); code != 200 || body != want {
 			t.Errorf("readyz: %d %s, want 200 %s", code, body, want)
@@ -160,7 +161,7 @@ func TestServeDatabaseDownAtStart(t *testing.T) {
 	}
 	p := sqltest.NewProxy(t, sqltest.Target(t, url))
 	p.Down.Store(true)
-	base := serve(t, boxcmd.Config{DatabaseURL: p.URL(t, url), IdentityTimeout: time.Second, DatabaseTimeout: 500 * time.Millisecond, MasterKey: make([]byte, 32)})
+	base := serve(t, boxcmd.Config{Base: service.Base{DatabaseURL: p.URL(t, url), DatabaseTimeout: 500 * time.Millisecond}, IdentityTimeout: time.Second, MasterKey: make([]byte, 32)})
 	if code, _ := get(t, base+"/healthz"); code != 200 {
 		t.Errorf("healthz with the database down: %d, want 200", code)
 	}
@@ -190,21 +191,21 @@ func TestServeDatabaseDownAtStart(t *testing.T) {
 func TestMigrateCommand(t *testing.T) {
 	var out, errOut bytes.Buffer
 	env := cli.Env{Getenv: getenv(map[string]string{"DATABASE_URL": sqltest.URL(t, sqldb.SQLite)}), Stdout: &out, Stderr: &errOut}
-	if err := boxcmd.Run(context.Background(), []string{"migrate"}, env); err != nil {
+	if err := boxcmd.Command.Run(context.Background(), []string{"migrate"}, env); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "migration(s)") || strings.Contains(out.String(), "applied 0") {
+	if !strings.Contains(out.String(), "migration(s)") || strings.Contains(out.String(), ": 0 migration(s)") {
 		t.Errorf("stdout %q", out.String())
 	}
 	out.Reset()
-	if err := boxcmd.Run(context.Background(), []string{"migrate"}, env); err != nil || !strings.Contains(out.String(), "applied 0") {
+	if err := boxcmd.Command.Run(context.Background(), []string{"migrate"}, env); err != nil || !strings.Contains(out.String(), ": 0 migration(s)") {
 		t.Errorf("second migrate: %v %q", err, out.String())
 	}
 	env.Getenv = getenv(nil)
-	if err := boxcmd.Run(context.Background(), []string{"migrate"}, env); err == nil || !strings.Contains(err.Error(), "DATABASE_URL") {
+	if err := boxcmd.Command.Run(context.Background(), []string{"migrate"}, env); err == nil || !strings.Contains(err.Error(), "DATABASE_URL") {
 		t.Errorf("migrate without DATABASE_URL: %v", err)
 	}
-	if err := boxcmd.Run(context.Background(), []string{"frobnicate"}, env); !cli.IsUsage(err) {
+	if err := boxcmd.Command.Run(context.Background(), []string{"frobnicate"}, env); !cli.IsUsage(err) {
 		t.Errorf("unknown subcommand: %v, want a usage error", err)
 	}
 }
@@ -257,7 +258,7 @@ func TestOperatorCommands(t *testing.T) {
 	run := func(token string, args ...string) (string, error) {
 		var out bytes.Buffer
 		env := cli.Env{Getenv: getenv(map[string]string{"BOX_URL": srv.URL, "PLATFORM_TOKEN": token}), Stdout: &out, Stderr: io.Discard}
-		err := boxcmd.Run(context.Background(), args, env)
+		err := boxcmd.Command.Run(context.Background(), args, env)
 		return out.String(), err
 	}
 
@@ -301,4 +302,59 @@ func TestOperatorCommands(t *testing.T) {
 	if err != nil || len(lines) != 3 {
 		t.Errorf("list: %v %q, want three rows over two pages", err, out)
 	}
+}
+
+// TestServePurgesIdempotencyKeys: box's Idempotency-Key records past the
+// retention window are deleted once its database opens (service.App's
+// purge), and those within it are kept.
+func TestServePurgesIdempotencyKeys(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		url := sqltest.URL(t, engine)
+		if err := boxcmd.Migrate(context.Background(), url); err != nil {
+			t.Fatal(err)
+		}
+		db, err := sqldb.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		ctx := context.Background()
+		now := time.Now().UTC()
+		for _, r := range []struct {
+			key string
+			at  time.Time
+		}{{"expired", now.Add(-idempotency.Retention - time.Hour)}, {"recent", now.Add(-time.Minute)}} {
+			if err := db.InTx(ctx, func(tx *sqldb.Tx) error {
+				_, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (scope, key_digest, fingerprint, created_at) VALUES ($1, $2, $3, $4)`,
+					"test", r.key, "f", r.at)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		serve(t, boxcmd.Config{Base: service.Base{DatabaseURL: url, DatabaseTimeout: time.Second}, IdentityTimeout: time.Second, MasterKey: make([]byte, 32)})
+		keys := func() []string {
+			rows, err := db.QueryContext(ctx, `SELECT key_digest FROM idempotency_keys ORDER BY key_digest`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var got []string
+			for rows.Next() {
+				var k string
+				if err := rows.Scan(&k); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, k)
+			}
+			return got
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for got := keys(); len(got) != 1 || got[0] != "recent"; got = keys() {
+			if time.Now().After(deadline) {
+				t.Fatalf("idempotency_keys = %v, want only [recent] once box serves", got)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/events/eventstest"
+	"github.com/platformco/platform/internal/service"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 	"github.com/platformco/platform/internal/testutil"
@@ -49,7 +50,7 @@ func TestServeConsumesAccountDeletions(t *testing.T) {
 		}
 
 		b := eventstest.Embedded(t)
-		serve(t, boxcmd.Config{DatabaseURL: url, EventsURL: b.URL, CapabilityTTL: time.Minute, IdentityTimeout: time.Second, MasterKey: make([]byte, 32)})
+		serve(t, boxcmd.Config{Base: service.Base{DatabaseURL: url}, EventsURL: b.URL, CapabilityTTL: time.Minute, IdentityTimeout: time.Second, MasterKey: make([]byte, 32)})
 
 		_, js := eventstest.Connect(t, b)
 		eventstest.EnsureStream(t, js, b)

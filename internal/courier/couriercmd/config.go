@@ -10,8 +10,7 @@ import (
 	"github.com/platformco/platform/internal/courier/httpapi"
 	"github.com/platformco/platform/internal/courier/smtp"
 	"github.com/platformco/platform/internal/events"
-	"github.com/platformco/platform/internal/observe"
-	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/service"
 )
 
 // Mail adapters of COURIER_MAIL_ADAPTER.
@@ -25,11 +24,9 @@ const (
 // span fields (courier.md section 1). Every refusal is one line naming the
 // variable.
 type Config struct {
-	Port            int           `env:"PORT, default=4000" rule:"port"`
-	DatabaseURL     string        `env:"DATABASE_URL"`
-	DatabaseTimeout time.Duration `env:"DATABASE_TIMEOUT, default=5s" rule:"positive"`
-	// Telemetry is DEBUG_ADDR, METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT.
-	observe.Telemetry
+	// Base is PORT, LOG_LEVEL, DATABASE_URL (required), DATABASE_TIMEOUT
+	// and telemetry.
+	service.Base
 	// Env is COURIER_ENV; only "development" admits the local adapter and
 	// plain-http loopback webhook endpoints.
 	Env string `env:"COURIER_ENV, default=production"`
@@ -98,9 +95,6 @@ func (c *Config) validate() error {
 	}
 	if c.DatabaseURL == "" {
 		return fmt.Errorf("DATABASE_URL: is required (postgres://… or sqlite:PATH)")
-	}
-	if _, _, err := sqldb.ParseURL(c.DatabaseURL); err != nil {
-		return fmt.Errorf("DATABASE_URL: %v", err)
 	}
 	tokens, err := httpapi.ParseServiceTokens(c.ServiceTokens)
 	if err != nil {

@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
-
-	"github.com/platformco/platform/internal/config"
 )
 
 var testKey = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
@@ -15,7 +13,7 @@ func envOf(m map[string]string) func(string) string { return func(k string) stri
 
 func loadConfig(getenv func(string) string) (Config, error) {
 	var cfg Config
-	err := config.Load(context.Background(), getenv, &cfg)
+	err := Command.Load(context.Background(), getenv, &cfg)
 	return cfg, err
 }
 

@@ -17,20 +17,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/platformco/platform/internal/cli"
-	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/gateway"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
-	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/observe"
+	"github.com/platformco/platform/internal/service"
 	"github.com/platformco/platform/internal/tokens"
 )
 
 // Config is the gateway's configuration (operations.md section 5), read
 // by config.Load.
 type Config struct {
-	Port int `env:"PORT, default=8080" rule:"port"`
+	// Base is PORT, LOG_LEVEL and telemetry (the gateway has no database).
+	service.Base
 	// IdentityURL is identity's base address: the upstream for identity's
 	// routes and for /auth/*. Empty leaves those routes answering 404
 	// upstream_not_configured.
@@ -68,10 +67,9 @@ type Config struct {
 	// unless set (tests use a unique one).
 	RedisKeyPrefix string
 	// Documents are the services' OpenAPI documents by service name, which
-	// /openapi.json merges; the binary's wiring passes apidocs.Public().
+	// /openapi.json merges; the binary's wiring passes apidocs.Public()
+	// to NewCommand.
 	Documents map[string][]byte
-	// Telemetry is DEBUG_ADDR, METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT.
-	observe.Telemetry
 }
 
 // Validate implements config.Validator: the rules that span fields, and
@@ -155,27 +153,49 @@ func (c *Config) parseTrusted() error {
 	return nil
 }
 
-// Serve runs the gateway on ln until ctx is done, then drains in-flight
-// requests and returns.
-func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
-	metrics, tracing, stopTelemetry, err := cfg.Telemetry.Start(ctx, "gateway", logger)
-	if err != nil {
-		ln.Close()
-		return err
+// NewCommand is `platform gateway`; docs are the services' OpenAPI
+// documents by service name (apidocs.Public), merged at /openapi.json.
+func NewCommand(docs map[string][]byte) service.Command[Config, *Config] {
+	return service.Command[Config, *Config]{
+		Name:        "gateway",
+		Summary:     "the edge",
+		DefaultPort: 8080,
+		Serve:       Serve,
+		Process: func(cfg *Config, logger *slog.Logger) {
+			cfg.Documents = docs
+			if cfg.RedisURL != "" {
+				// The client's logger is process-wide; only the process's own
+				// entry point sets it, so tests of Serve see no global change.
+				redis.SetLogger(redisLogger{log: logger})
+			}
+		},
 	}
-	defer stopTelemetry()
-	// The key cache outlives ctx while in-flight requests drain, and stops
-	// (and is waited for) when Serve returns.
-	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	cacheDone := make(chan struct{})
-	defer func() { stop(); <-cacheDone }()
+}
 
+// Serve runs the gateway on ln until ctx is done, then drains in-flight
+// requests and returns (service.Serve). The key cache outlives ctx while
+// they drain.
+func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
+	return service.Serve(ctx, ln, cfg.Base, logger, service.Spec{
+		Name:  "gateway",
+		Start: func(ctx context.Context, app *service.App) (http.Handler, error) { return start(ctx, cfg, app) },
+		// The server reads header blocks past the gateway's own limit
+		// (gateway.MaxHeaderBytes), so an oversized one is answered by the
+		// gateway in the route's envelope, not by net/http in text/plain.
+		Server: func(srv *http.Server) { srv.MaxHeaderBytes = gateway.ServerMaxHeaderBytes },
+	})
+}
+
+// start builds the gateway: the key cache, the upstreams, the limiter and
+// the browser sessions.
+func start(ctx context.Context, cfg Config, app *service.App) (http.Handler, error) {
+	logger, metrics, tracing := app.Logger, app.Metrics, app.Tracing
 	keys := tokens.New(tokens.Options{
 		URL:    strings.TrimRight(cfg.IdentityIssuer, "/") + "/.well-known/jwks.json",
 		TTL:    cfg.JWKSTTL,
 		Logger: logger,
 	})
-	go func() { keys.Run(bg); close(cacheDone) }()
+	app.Go(keys.Run)
 	metrics.KeySet(keys)
 
 	opts := gateway.Options{
@@ -202,7 +222,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	} {
 		parsed, err := optionalURL(u.value)
 		if err != nil {
-			return fmt.Errorf("%s: %w", u.env, err)
+			return nil, fmt.Errorf("%s: %w", u.env, err)
 		}
 		*u.dst = parsed
 		if parsed == nil {
@@ -213,9 +233,9 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 	if cfg.RedisURL != "" {
 		rdb, err := NewRedisClient(cfg.RedisURL)
 		if err != nil {
-			return fmt.Errorf("REDIS_URL: %w", err)
+			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
-		defer rdb.Close()
+		app.OnStop(func() { rdb.Close() })
 		opts.Limiter = ratelimit.NewRedis(rdb, cfg.RateLimit, cfg.RedisKeyPrefix+"ratelimit:", logger)
 		opts.Sessions = session.New(rdb, cfg.RedisKeyPrefix)
 		opts.RedisPing = func(ctx context.Context) error { return rdb.Ping(ctx).Err() }
@@ -229,33 +249,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "parlor_url", cfg.ParlorURL,
 		"issuer", cfg.IdentityIssuer, "jwks_ttl_ms", cfg.JWKSTTL.Milliseconds(), "redis", cfg.RedisURL != "",
 		"browser_sessions", g.BrowserSessions(), "trusted_proxies", cfg.Trusted, "rate_limit_per_minute", cfg.RateLimit)
-	return serve(ctx, ln, metrics.Middleware(tracing.Middleware(g)), logger)
-}
-
-// serve is httpx.Serve with the server's header limit raised above the
-// gateway's own (gateway.MaxHeaderBytes), so that an oversized header is
-// answered by the gateway in the route's envelope rather than by the
-// server in text/plain.
-func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
-	srv := httpx.NewServer(h, logger)
-	srv.MaxHeaderBytes = gateway.ServerMaxHeaderBytes
-	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("listening", "addr", ln.Addr().String())
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down", "addr", ln.Addr().String())
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), httpx.ShutdownGrace)
-	defer cancel()
-	err := srv.Shutdown(shutdownCtx)
-	if serveErr := <-errc; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return serveErr
-	}
-	return err
+	return g, nil
 }
 
 // redisLogger carries the Redis client's own log lines (connection pool
@@ -297,40 +291,4 @@ func optionalURL(s string) (*url.URL, error) {
 		return nil, nil
 	}
 	return url.Parse(s)
-}
-
-// Run runs `platform gateway serve`; docs are the services' OpenAPI
-// documents by service name (apidocs.Public), merged at /openapi.json.
-func Run(ctx context.Context, args []string, env cli.Env, docs map[string][]byte) error {
-	if len(args) == 0 {
-		return cli.Usagef("gateway: missing subcommand (serve)")
-	}
-	switch args[0] {
-	case "serve":
-		fs := cli.FlagSet("gateway serve", env.Stderr)
-		if err := cli.Parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if fs.NArg() > 0 {
-			return cli.Usagef("gateway serve: unexpected argument %q", fs.Arg(0))
-		}
-		var cfg Config
-		if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
-			return err
-		}
-		cfg.Documents = docs
-		ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
-		if err != nil {
-			return fmt.Errorf("PORT: cannot listen on %d: %w", cfg.Port, err)
-		}
-		logger := env.Logger("gateway")
-		if cfg.RedisURL != "" {
-			// The client's logger is process-wide; only the process's own
-			// entry point sets it, so tests of Serve see no global change.
-			redis.SetLogger(redisLogger{log: logger})
-		}
-		return Serve(ctx, cfg, logger, ln)
-	default:
-		return cli.Usagef("gateway: unknown subcommand %q", args[0])
-	}
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/cli"
-	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/testutil"
 	"github.com/platformco/platform/internal/tokens/tokenstest"
 )
@@ -25,7 +24,7 @@ func env(vars map[string]string) func(string) string {
 
 func loadConfig(getenv func(string) string) (Config, error) {
 	var cfg Config
-	err := config.Load(context.Background(), getenv, &cfg)
+	err := NewCommand(nil).Load(context.Background(), getenv, &cfg)
 	return cfg, err
 }
 
@@ -132,15 +131,15 @@ func TestConfig(t *testing.T) {
 
 func TestRunRefusesBadConfig(t *testing.T) {
 	var stderr bytes.Buffer
-	err := Run(context.Background(), []string{"serve"}, cli.Env{
+	err := NewCommand(nil).Run(context.Background(), []string{"serve"}, cli.Env{
 		Getenv: env(map[string]string{"IDENTITY_URL": "http://identity", "IDENTITY_JWKS_TTL_MS": "soon"}),
 		Stdout: io.Discard, Stderr: &stderr,
-	}, nil)
+	})
 	if err == nil || cli.ExitCode(err) != 1 || !strings.Contains(err.Error(), "IDENTITY_JWKS_TTL_MS") {
 		t.Fatalf("Run = %v (exit %d), want exit 1 naming IDENTITY_JWKS_TTL_MS", err, cli.ExitCode(err))
 	}
 	for _, args := range [][]string{nil, {"bogus"}, {"serve", "extra"}} {
-		if err := Run(context.Background(), args, cli.Env{Getenv: env(nil), Stdout: io.Discard, Stderr: io.Discard}, nil); cli.ExitCode(err) != 2 {
+		if err := NewCommand(nil).Run(context.Background(), args, cli.Env{Getenv: env(nil), Stdout: io.Discard, Stderr: io.Discard}); cli.ExitCode(err) != 2 {
 			t.Errorf("Run(%v) exit = %d, want 2", args, cli.ExitCode(err))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,23 +17,19 @@ import (
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/errs"
-	"github.com/platformco/platform/internal/httpx"
-	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/oidc"
 	"github.com/platformco/platform/internal/identity/sqlstore"
-	"github.com/platformco/platform/internal/observe"
+	"github.com/platformco/platform/internal/service"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
-// Config is the identity service's configuration (config.Load).
+// Config is the identity service's configuration (service.Load).
 type Config struct {
-	Port int `env:"PORT, default=8080" rule:"port"`
-	// DatabaseURL empty serves only the probes and /openapi.json.
-	DatabaseURL string `env:"DATABASE_URL"`
-	// DatabaseTimeout bounds every call's database work (sqldb.Options).
-	DatabaseTimeout time.Duration `env:"DATABASE_TIMEOUT, default=5s" rule:"positive"`
+	// Base is PORT, LOG_LEVEL, DATABASE_URL (empty serves only the probes
+	// and /openapi.json), DATABASE_TIMEOUT and telemetry.
+	service.Base
 	// Issuer defaults to http://localhost:PORT.
 	Issuer string `env:"IDENTITY_ISSUER" rule:"url"`
 	// MasterKey seals the signing keys; required with DATABASE_URL, and
@@ -45,9 +42,6 @@ type Config struct {
 	// the cores (identity.DefaultHashConcurrency).
 	HashConcurrency int    `env:"IDENTITY_HASH_CONCURRENCY, default=0" rule:"nonnegative"`
 	EventsURL       string `env:"EVENTS_URL"`
-	// Telemetry is DEBUG_ADDR, METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT.
-	observe.Telemetry
-	LogLevel slog.Level `env:"LOG_LEVEL, default=info" rule:"oneof=debug info warn error"`
 	// PublicURL is where the web app's pages for emailed links live;
 	// empty means the issuer.
 	PublicURL string `env:"IDENTITY_PUBLIC_URL" rule:"url"`
@@ -66,13 +60,7 @@ func (c *Config) Validate() error {
 	if err := c.validateCourier(); err != nil {
 		return err
 	}
-	if c.DatabaseURL == "" {
-		return nil
-	}
-	if _, _, err := sqldb.ParseURL(c.DatabaseURL); err != nil {
-		return fmt.Errorf("DATABASE_URL: %v", err)
-	}
-	if c.MasterKey == nil {
+	if c.DatabaseURL != "" && c.MasterKey == nil {
 		return errors.New("IDENTITY_MASTER_KEY: is required whenever DATABASE_URL is set")
 	}
 	return nil
@@ -82,35 +70,18 @@ func (c *Config) Validate() error {
 // a rotation or withdrawal takes effect without a restart.
 const keyRefresh = 500 * time.Millisecond
 
-// Run runs `platform identity …`.
-func Run(ctx context.Context, args []string, env cli.Env) error {
-	if len(args) == 0 {
-		return cli.Usagef("identity: expected serve, migrate, staff or keys")
-	}
-	switch args[0] {
-	case "serve":
-		var cfg Config
-		if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
-			return err
-		}
-		ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
-		if err != nil {
-			return err
-		}
-		return Serve(ctx, cfg, env.Logger("identity"), ln)
-	case "migrate":
-		url, err := databaseURL(ctx, env)
-		if err != nil {
-			return err
-		}
-		return Migrate(ctx, url, env)
-	case "staff":
-		return staff(ctx, args[1:], env)
-	case "keys":
-		return keys(ctx, args[1:], env)
-	default:
-		return cli.Usagef("identity: unknown command %q", args[0])
-	}
+// Command is `platform identity`.
+var Command = service.Command[Config, *Config]{
+	Name:        "identity",
+	Summary:     "the identity service",
+	DefaultPort: 8080,
+	Serve:       Serve,
+	Migrate: func(ctx context.Context, databaseURL string) (int, error) {
+		return service.Migrate(ctx, databaseURL, service.Schema(sqlstore.Migrations))
+	},
+	Commands: map[string]func(context.Context, []string, cli.Env) error{"staff": staff, "keys": keys},
+	Usage: `  staff add|remove EMAIL        mark a user as staff, or not
+  keys list|rotate|withdraw KID  token-signing keys`,
 }
 
 func databaseURL(ctx context.Context, env cli.Env) (string, error) {
@@ -122,81 +93,54 @@ func databaseURL(ctx context.Context, env cli.Env) (string, error) {
 }
 
 // Migrate applies identity's migrations to databaseURL.
-func Migrate(ctx context.Context, databaseURL string, env cli.Env) error {
-	db, err := sqldb.Open(ctx, databaseURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	n, err := db.Migrate(ctx, sqlstore.Migrations)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stdout, "identity: %d migration(s) applied; schema is current\n", n)
-	return nil
+func Migrate(ctx context.Context, databaseURL string) error {
+	_, err := Command.Migrate(ctx, databaseURL)
+	return err
 }
 
-// Serve runs the identity service on ln until ctx is done. It does not
-// migrate: it stops when the schema is behind, and while the database does
-// not answer it serves 503 until it does (sqldb.Gate).
+// Serve runs the identity service on ln until ctx is done
+// (service.Serve).
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
-	metrics, tracing, stopTelemetry, err := cfg.Telemetry.Start(ctx, "identity", logger)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	defer stopTelemetry()
-	if cfg.DatabaseURL == "" {
-		return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: httpx.NoDatabase}))), logger)
-	}
-	db, err := sqldb.New(cfg.DatabaseURL, sqldb.Options{Timeout: cfg.DatabaseTimeout})
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("DATABASE_URL: %w", err)
-	}
-	defer db.Close()
-	metrics.Database(db.DB, "identity")
-	observe.Statements(db, metrics, tracing)
-	domain := domainMetrics(metrics)
-	if cfg.EventsURL != "" {
-		metrics.Outbox(db, logger)
-	}
-	gate := sqldb.NewGate(db, sqlstore.Migrations, "platform identity migrate")
-	deps := httpapi.Deps{Logger: logger, Ready: httpx.DatabaseReadiness(gate, db.Engine), Waiting: true}
-	h := httpx.NewSwitch(httpapi.NewServer(deps))
-	var stopPublisher func()
-	defer func() {
-		if stopPublisher != nil {
-			stopPublisher()
-		}
-	}()
-	err = gate.Start(ctx, time.Second, logger, func(ctx context.Context) error {
-		svc, ring, err := newService(ctx, cfg, db, domain)
-		if err != nil {
-			return err
-		}
-		if cfg.EventsURL != "" {
-			if stopPublisher, err = startPublisher(ctx, db, cfg.EventsURL, metrics, logger); err != nil {
-				return err
+	var (
+		deps   httpapi.Deps
+		domain *identity.Metrics
+	)
+	return service.Serve(ctx, ln, cfg.Base, logger, service.Spec{
+		Name:       "identity",
+		Migrations: sqlstore.Migrations,
+		Start: func(ctx context.Context, app *service.App) (http.Handler, error) {
+			deps = httpapi.Deps{Logger: logger, Ready: app.Ready.Probe, Waiting: app.DB != nil}
+			if app.DB != nil {
+				domain = domainMetrics(app.Metrics)
+				if cfg.EventsURL != "" {
+					app.Metrics.Outbox(app.DB, logger)
+				}
 			}
-		}
-		go ring.Run(ctx, keyRefresh, logger)
-		startMailRelay(ctx, cfg, db, svc, logger)
-		deps.Service = svc
-		deps.OIDCStore = sqlstore.New(db)
-		if deps.OIDC, err = oidc.New(oidc.Config{Issuer: cfg.Issuer, PublicURL: cfg.PublicURL, Service: svc, Store: deps.OIDCStore, MasterKey: cfg.MasterKey, Now: db.Now, Logger: logger}); err != nil {
-			return fmt.Errorf("OpenID Provider: %w", err)
-		}
-		deps.Idempotency = idempotency.New(db, cfg.MasterKey)
-		go purgeIdempotency(ctx, deps.Idempotency, logger)
-		h.Set(httpapi.NewServer(deps))
-		return nil
+			return httpapi.NewServer(deps), nil
+		},
+		Open: func(ctx context.Context, app *service.App) (http.Handler, error) {
+			svc, ring, err := newService(ctx, cfg, app.DB, domain)
+			if err != nil {
+				return nil, err
+			}
+			if cfg.EventsURL != "" {
+				stop, err := startPublisher(ctx, app.DB, cfg.EventsURL, app.Metrics, logger)
+				if err != nil {
+					return nil, err
+				}
+				app.OnStop(stop)
+			}
+			app.Go(func(ctx context.Context) { ring.Run(ctx, keyRefresh, logger) })
+			startMailRelay(app, cfg, svc, logger)
+			deps.Service = svc
+			deps.OIDCStore = sqlstore.New(app.DB)
+			if deps.OIDC, err = oidc.New(oidc.Config{Issuer: cfg.Issuer, PublicURL: cfg.PublicURL, Service: svc, Store: deps.OIDCStore, MasterKey: cfg.MasterKey, Now: app.DB.Now, Logger: logger}); err != nil {
+				return nil, fmt.Errorf("OpenID Provider: %w", err)
+			}
+			deps.Idempotency = app.Idempotency(cfg.MasterKey)
+			return httpapi.NewServer(deps), nil
+		},
 	})
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("identity: %w", err)
-	}
-	return httpx.Serve(ctx, ln, metrics.Middleware(tracing.Middleware(h)), logger)
 }
 
 func newService(ctx context.Context, cfg Config, db *sqldb.DB, m *identity.Metrics) (*identity.Service, *identity.KeyRing, error) {
@@ -322,21 +266,5 @@ func keys(ctx context.Context, args []string, env cli.Env) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", key.KID, key.Algorithm, key.CreatedAt.Format(time.RFC3339), state)
 		}
 		return tw.Flush()
-	}
-}
-
-// purgeIdempotency deletes expired Idempotency-Key records hourly.
-func purgeIdempotency(ctx context.Context, s *idempotency.Store, logger *slog.Logger) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.Purge(ctx); err != nil && ctx.Err() == nil {
-				logger.Warn("idempotency: purge failed", "err", err)
-			}
-		}
 	}
 }

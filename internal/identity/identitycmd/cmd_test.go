@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/platformco/platform/internal/cli"
-	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
@@ -22,7 +20,7 @@ const masterKey = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
 
 func load(env map[string]string) (identitycmd.Config, error) {
 	var cfg identitycmd.Config
-	err := config.Load(context.Background(), func(k string) string { return env[k] }, &cfg)
+	err := identitycmd.Command.Load(context.Background(), func(k string) string { return env[k] }, &cfg)
 	return cfg, err
 }
 
@@ -92,7 +90,7 @@ func TestServeSchemaBehind(t *testing.T) {
 // identity on it, returning its base URL.
 func serve(t *testing.T, migrateURL, databaseURL string, timeout time.Duration) string {
 	t.Helper()
-	if err := identitycmd.Migrate(context.Background(), migrateURL, cli.Env{Stdout: io.Discard}); err != nil {
+	if err := identitycmd.Migrate(context.Background(), migrateURL); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := load(map[string]string{"DATABASE_URL": databaseURL, "IDENTITY_MASTER_KEY": masterKey, "DATABASE_TIMEOUT": timeout.String()})

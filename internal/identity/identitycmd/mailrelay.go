@@ -11,7 +11,7 @@ import (
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/mailrelay"
 	"github.com/platformco/platform/internal/identity/sqlstore"
-	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/service"
 )
 
 // minCourierSecret is courier's least service secret (courier.md section 1).
@@ -40,18 +40,18 @@ func (c *Config) validateCourier() error {
 
 // startMailRelay runs the relay when courier is configured; otherwise the
 // mail waits in the database until it is.
-func startMailRelay(ctx context.Context, cfg Config, db *sqldb.DB, svc *identity.Service, logger *slog.Logger) {
+func startMailRelay(app *service.App, cfg Config, svc *identity.Service, logger *slog.Logger) {
 	if cfg.CourierURL == "" {
 		logger.Info("mail relay off: IDENTITY_COURIER_URL is not set; mail waits in the database")
 		return
 	}
 	r := &mailrelay.Relay{
-		Store:  sqlstore.New(db),
+		Store:  sqlstore.New(app.DB),
 		Sealer: svc.MailSealer(),
 		URL:    cfg.CourierURL,
 		Token:  cfg.CourierToken,
 		Client: &http.Client{Timeout: 10 * time.Second},
 		Logger: logger,
 	}
-	go r.Run(ctx, mailRelayEvery)
+	app.Go(func(ctx context.Context) { r.Run(ctx, mailRelayEvery) })
 }

@@ -35,7 +35,7 @@ func TestStaffCommandAudits(t *testing.T) {
 		run := func(args ...string) {
 			t.Helper()
 			var out, errOut bytes.Buffer
-			if err := Run(ctx, args, cli.Env{Getenv: func(k string) string { return vars[k] }, Stdout: &out, Stderr: &errOut}); err != nil {
+			if err := Command.Run(ctx, args, cli.Env{Getenv: func(k string) string { return vars[k] }, Stdout: &out, Stderr: &errOut}); err != nil {
 				t.Fatalf("%v: %v (%s)", args, err, errOut.String())
 			}
 		}

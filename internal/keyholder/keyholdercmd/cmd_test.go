@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/cli"
-	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdertest"
+	"github.com/platformco/platform/internal/service"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
@@ -24,7 +24,7 @@ func envOf(m map[string]string) func(string) string { return func(k string) stri
 
 func loadConfig(getenv func(string) string) (keyholdercmd.Config, error) {
 	var cfg keyholdercmd.Config
-	err := config.Load(context.Background(), getenv, &cfg)
+	err := keyholdercmd.Command.Load(context.Background(), getenv, &cfg)
 	return cfg, err
 }
 
@@ -80,18 +80,18 @@ func TestConfigNamesTheVariable(t *testing.T) {
 
 func TestServeRefusesWithBadConfig(t *testing.T) {
 	var stderr bytes.Buffer
-	err := keyholdercmd.Run(context.Background(), []string{"serve"}, cli.Env{Getenv: envOf(map[string]string{}), Stdout: &stderr, Stderr: &stderr})
-	if err == nil || !strings.HasPrefix(err.Error(), "DATABASE_URL: is required") {
-		t.Errorf("got %v, want the DATABASE_URL line", err)
+	err := keyholdercmd.Command.Run(context.Background(), []string{"serve"}, cli.Env{Getenv: envOf(map[string]string{}), Stdout: &stderr, Stderr: &stderr})
+	if err == nil || !strings.HasPrefix(err.Error(), "KEYHOLDER_BOX_URL: is required") {
+		t.Errorf("got %v, want the KEYHOLDER_BOX_URL line", err)
 	}
 }
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		url := sqltest.URL(t, engine)
-		for i, want := range []string{"keyholder: applied 1 migration(s)", "keyholder: applied 0 migration(s)"} {
+		for i, want := range []string{"keyholder: 1 migration(s) applied; schema is current", "keyholder: 0 migration(s) applied; schema is current"} {
 			var out bytes.Buffer
-			if err := keyholdercmd.Run(context.Background(), []string{"migrate"}, cli.Env{Getenv: envOf(map[string]string{"DATABASE_URL": url}), Stdout: &out, Stderr: &out}); err != nil {
+			if err := keyholdercmd.Command.Run(context.Background(), []string{"migrate"}, cli.Env{Getenv: envOf(map[string]string{"DATABASE_URL": url}), Stdout: &out, Stderr: &out}); err != nil {
 				t.Fatalf("migrate %d: %v", i, err)
 			}
 			if got := strings.TrimSpace(out.String()); got != want {
@@ -106,7 +106,7 @@ func TestServeStopsWhenSchemaIsBehind(t *testing.T) {
 		env := base()
 		env["DATABASE_URL"] = sqltest.URL(t, engine)
 		env["PORT"] = "0"
-		err := keyholdercmd.Run(context.Background(), []string{"serve"}, cli.Env{Getenv: envOf(env), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}})
+		err := keyholdercmd.Command.Run(context.Background(), []string{"serve"}, cli.Env{Getenv: envOf(env), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}})
 		if err == nil || !strings.Contains(err.Error(), "platform keyholder migrate") {
 			t.Errorf("got %v, want the migrate command named", err)
 		}
@@ -190,7 +190,7 @@ func TestServeDatabaseDownAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := keyholdercmd.Config{
-		DatabaseURL: proxy.URL(t, url), DatabaseTimeout: 500 * time.Millisecond, BoxURL: "http://127.0.0.1:1",
+		Base: service.Base{DatabaseURL: proxy.URL(t, url), DatabaseTimeout: 500 * time.Millisecond}, BoxURL: "http://127.0.0.1:1",
 		RegistryURL: "http://127.0.0.1:1", CredentialTTL: time.Hour, IdentityTimeout: time.Second, PublicHost: "registry.test",
 	}
 	ctx, cancel := context.WithCancel(context.Background())

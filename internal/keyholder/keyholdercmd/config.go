@@ -8,23 +8,20 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/keyholder"
-	"github.com/platformco/platform/internal/observe"
-	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/service"
 )
 
 // Config is keyholder's configuration, read by config.Load: each field's
 // variable, default and rule are on its tag; Validate holds the rules that
 // span fields.
 type Config struct {
-	Port            int           `env:"PORT, default=8084" rule:"port"`
-	DatabaseURL     string        `env:"DATABASE_URL, required"`
-	DatabaseTimeout time.Duration `env:"DATABASE_TIMEOUT, default=5s" rule:"positive"`
-	BoxURL          string        `env:"KEYHOLDER_BOX_URL, required" rule:"url"`
+	// Base is PORT, LOG_LEVEL, DATABASE_URL (required), DATABASE_TIMEOUT
+	// and telemetry.
+	service.Base
+	BoxURL string `env:"KEYHOLDER_BOX_URL, required" rule:"url"`
 	// IdentityURL empty makes GET /v1/accounts/{id}/pulls answer 503.
-	IdentityURL string `env:"KEYHOLDER_IDENTITY_URL" rule:"url"`
-	RegistryURL string `env:"KEYHOLDER_REGISTRY_URL, required" rule:"url"`
-	// Telemetry is DEBUG_ADDR, METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT.
-	observe.Telemetry
+	IdentityURL      string        `env:"KEYHOLDER_IDENTITY_URL" rule:"url"`
+	RegistryURL      string        `env:"KEYHOLDER_REGISTRY_URL, required" rule:"url"`
 	RegistryUsername string        `env:"KEYHOLDER_REGISTRY_USERNAME"`
 	RegistryPassword string        `env:"KEYHOLDER_REGISTRY_PASSWORD"`
 	CredentialTTL    time.Duration `env:"KEYHOLDER_CREDENTIAL_TTL, default=1h" rule:"positive"`
@@ -46,8 +43,8 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) validate() error {
-	if _, _, err := sqldb.ParseURL(c.DatabaseURL); err != nil {
-		return fmt.Errorf("DATABASE_URL: %v", err)
+	if c.DatabaseURL == "" {
+		return fmt.Errorf("DATABASE_URL: is required")
 	}
 	for _, u := range []struct{ name, v string }{
 		{"KEYHOLDER_BOX_URL", c.BoxURL}, {"KEYHOLDER_IDENTITY_URL", c.IdentityURL}, {"KEYHOLDER_REGISTRY_URL", c.RegistryURL},

@@ -39,7 +39,7 @@ func runPublish(ctx context.Context, args []string, env cli.Env) error {
 		return err
 	}
 	if flags.NArg() != 1 {
-		return cli.Usagef("keyholder publish: want exactly one DIR_OR_TARBALL\n%s", usage)
+		return cli.Usagef("keyholder publish: want exactly one DIR_OR_TARBALL (`platform keyholder help` shows the usage)")
 	}
 	if !box.IsProduct(*repo) {
 		return cli.Usagef("keyholder publish: --repository must be one of %s", strings.Join(box.Products, ", "))

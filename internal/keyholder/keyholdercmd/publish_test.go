@@ -53,7 +53,7 @@ func TestPublishThenPull(t *testing.T) {
 	env := map[string]string{"KEYHOLDER_REGISTRY_URL": p.RegistryURL, "BOX_URL": p.BoxURL, "PLATFORM_TOKEN": p.StaffToken}
 	publish := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		err := keyholdercmd.Run(context.Background(), append([]string{"publish"}, args...), cli.Env{Getenv: envOf(env), Stdout: &out, Stderr: &out})
+		err := keyholdercmd.Command.Run(context.Background(), append([]string{"publish"}, args...), cli.Env{Getenv: envOf(env), Stdout: &out, Stderr: &out})
 		return out.String(), err
 	}
 	for _, a := range [][]string{
@@ -102,7 +102,7 @@ func TestPublishRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := keyholdercmd.Run(context.Background(), append([]string{"publish"}, tt.args...), cli.Env{Getenv: envOf(tt.env), Stdout: &out, Stderr: &out})
+			err := keyholdercmd.Command.Run(context.Background(), append([]string{"publish"}, tt.args...), cli.Env{Getenv: envOf(tt.env), Stdout: &out, Stderr: &out})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error containing %q", err, tt.want)
 			}

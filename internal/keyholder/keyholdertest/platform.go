@@ -91,7 +91,6 @@ func Start(t testing.TB, engine sqldb.Engine, opts Options) *Platform {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	logger, logs := logtest.New()
 	p := &Platform{t: t, Logs: logs}
-	quiet := cli.Env{Getenv: func(string) string { return "" }, Stdout: io.Discard, Stderr: io.Discard}
 
 	serve := func(name string, fn func() error) {
 		wg.Add(1)
@@ -107,7 +106,7 @@ func Start(t testing.TB, engine sqldb.Engine, opts Options) *Platform {
 	idLn := listen(t)
 	p.IdentityURL = "http://" + idLn.Addr().String()
 	idDB := "sqlite:" + filepath.Join(dir, "identity.db")
-	if err := identitycmd.Migrate(ctx, idDB, quiet); err != nil {
+	if err := identitycmd.Migrate(ctx, idDB); err != nil {
 		t.Fatalf("identity migrate: %v", err)
 	}
 	key := make([]byte, 32)
@@ -179,7 +178,7 @@ func Start(t testing.TB, engine sqldb.Engine, opts Options) *Platform {
 
 	// the operator
 	p.register("operator@example.com")
-	if err := identitycmd.Run(ctx, []string{"staff", "add", "operator@example.com"},
+	if err := identitycmd.Command.Run(ctx, []string{"staff", "add", "operator@example.com"},
 		cli.Env{Getenv: func(k string) string { return map[string]string{"DATABASE_URL": idDB}[k] }, Stdout: io.Discard, Stderr: io.Discard}); err != nil {
 		t.Fatalf("staff add: %v", err)
 	}
