@@ -20,8 +20,10 @@ import (
 // observed: the authenticated read (GET /v1/accounts/{id}) on a second
 // identity instance over the same database with tracing on, exporting
 // OTLP/HTTP to a receiver in the harness, and METRICS_ADDR set, scraped
-// every second, against the plain instance in the same run, interleaved
-// round by round (deploy.md §2: the overhead is a few percent at most).
+// every second, and on a third with METRICS_ADDR alone, against the plain
+// instance in the same run, interleaved round by round. Metrics alone are
+// judged (≥ 97% of the plain instance); traces with every request
+// sampled are reported (decision 0015).
 func (b *bench) observed(ctx context.Context) (*Scenario, error) {
 	s := &Scenario{Name: "observe", Title: "observability overhead: the authenticated read with tracing and metrics on",
 		Unit: "req/s", BaselineName: "the same read on an identity instance with neither"}
@@ -55,18 +57,38 @@ func (b *bench) observed(ctx context.Context) (*Scenario, error) {
 		return nil, err
 	}
 	defer traced.stop()
+	// A third instance with metrics alone: the cost every deployment pays.
+	meteredPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	meteredMetrics, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	meteredEnv := map[string]string{}
+	for k, v := range b.p.identityEnv {
+		meteredEnv[k] = v
+	}
+	meteredEnv["PORT"] = strconv.Itoa(meteredPort)
+	meteredEnv["METRICS_ADDR"] = "127.0.0.1:" + strconv.Itoa(meteredMetrics)
+	metered, err := startService(ctx, "identity-metered", meteredPort, filepath.Join(b.dir, "identity-metered.log"), b.p.bin, meteredEnv, "identity", "serve")
+	if err != nil {
+		return nil, err
+	}
+	defer metered.stop()
 
 	scrapeCtx, stopScrapes := context.WithCancel(ctx)
 	var scrapes, scrapeFailures atomic.Int64
 	var wg sync.WaitGroup
 	wg.Go(func() { scrapeEverySecond(scrapeCtx, "http://"+metricsAddr+"/metrics", &scrapes, &scrapeFailures) })
 
-	var plain, observed perRound
+	var plain, observed, meteredOnly perRound
 	var plainCPU, observedCPU time.Duration
 	var plainReads, observedReads int64
 	for _, c := range b.cfg.levels {
 		cpu0, cpu1 := processCPU(b.p.identity.pid()), processCPU(traced.pid())
-		total, byRound, err := b.interleaved(ctx, clients(c, b.readOp(b.p.identity.URL)), clients(c, b.readOp(traced.URL)))
+		total, byRound, err := b.interleaved(ctx, clients(c, b.readOp(b.p.identity.URL)), clients(c, b.readOp(traced.URL)), clients(c, b.readOp(metered.URL)))
 		if err != nil {
 			stopScrapes()
 			wg.Wait()
@@ -77,7 +99,7 @@ func (b *bench) observed(ctx context.Context) (*Scenario, error) {
 		plainReads, observedReads = plainReads+total[0].Requests, observedReads+total[1].Requests
 		s.Baseline = append(s.Baseline, total[0])
 		s.Levels = append(s.Levels, total[1])
-		plain, observed = append(plain, byRound[0]), append(observed, byRound[1])
+		plain, observed, meteredOnly = append(plain, byRound[0]), append(observed, byRound[1]), append(meteredOnly, byRound[2])
 	}
 	if plainReads > 0 && observedReads > 0 && plainCPU > 0 {
 		// On a shared machine the CPU a read costs each process is
@@ -94,9 +116,13 @@ func (b *bench) observed(ctx context.Context) (*Scenario, error) {
 	// holds, so the receiver's count is complete.
 	served, servedErr := readsServed("http://" + metricsAddr + "/metrics")
 	traced.stop()
+	s.medianTarget("metrics alone ≥ 97% of the plain instance's throughput (peak over levels)", peakRatio(meteredOnly, plain), pct, func(r float64) bool { return r >= 0.97 })
 	throughput := peakRatio(observed, plain)
 	s.Ratio = throughput.median()
-	s.medianTarget("≥ 90% of the plain instance's throughput (peak over levels)", throughput, pct, func(r float64) bool { return r >= 0.9 })
+	// Every request sampled costs a span's creation and export per read,
+	// which on two shared cores is CPU taken from the read itself:
+	// reported, not judged (decision 0015, docs/decisions).
+	s.medianFigure("traces on, every request sampled (decision 0015), with metrics: throughput over the plain instance's (peak over levels)", throughput, pct)
 	exports, bytes, spans := recv.requests.Load(), recv.bytes.Load(), recv.spans.Load()
 	// Every read is a server span and a statement group's span; the
 	// probes only add to the count. Fewer means the exporter dropped

@@ -43,6 +43,16 @@ func (s *Scenario) medianTarget(goal string, r rounds, f func(float64) string, o
 	s.target(goal, r.figure(f), ok(r.median()))
 }
 
+// medianFigure reports the median of r and its spread without judging
+// it: a figure to read, not a target.
+func (s *Scenario) medianFigure(what string, r rounds, f func(float64) string) {
+	if len(r) == 0 {
+		s.info(what, "not measured")
+		return
+	}
+	s.info(what, r.figure(f))
+}
+
 func times(r float64) string { return fmt.Sprintf("%.2f×", r) }
 
 // interleaved measures each op set in turn, --rounds times, the duration
