@@ -110,6 +110,13 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	if err != nil {
 		return err
 	}
+	metrics, err := metricsAddrs(env)
+	if err != nil {
+		return err
+	}
+	// Everything under the data directory is the user's alone, the
+	// embedded registry's blobs included.
+	defer privateFiles()()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("--data: %w", err)
 	}
@@ -157,7 +164,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	if err := boxcmd.Migrate(ctx, boxDB); err != nil {
 		return fmt.Errorf("box migrations: %w", err)
 	}
-	courierCfg, err := courierConfig(ctx, env, dir, natsURL)
+	courierCfg, err := courierConfig(ctx, env, dir, natsURL, metrics["courier"])
 	if err != nil {
 		return err
 	}
@@ -185,6 +192,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"IDENTITY_PUBLIC_URL":    fmt.Sprintf("http://%s:%d", named, gatewayPort),
 		"IDENTITY_COURIER_URL":   fmt.Sprintf("http://%s:%d", dial, courierPort),
 		"IDENTITY_COURIER_TOKEN": "identity:" + CourierServiceSecret(courierKey),
+		"METRICS_ADDR":           metrics["identity"],
 	}), &idCfg); err != nil {
 		return err
 	}
@@ -195,6 +203,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"BOX_IDENTITY_URL": identityURL,
 		"EVENTS_URL":       natsURL,
 		"BOX_MASTER_KEY":   boxMasterKey,
+		"METRICS_ADDR":     metrics["box"],
 	}), &boxCfg); err != nil {
 		return err
 	}
@@ -206,6 +215,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"KEYHOLDER_IDENTITY_URL": identityURL,
 		"KEYHOLDER_REGISTRY_URL": reg.URL,
 		"KEYHOLDER_PUBLIC_HOST":  fmt.Sprintf("%s:%d", named, gatewayPort),
+		"METRICS_ADDR":           metrics["keyholder"],
 	}), &khCfg); err != nil {
 		return err
 	}
@@ -221,6 +231,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		// parlor calls the gateway for every browser, from dial; the
 		// browser's address it forwards is believed from there alone.
 		"TRUSTED_PROXIES": parlorAddr(dial),
+		"METRICS_ADDR":    metrics["gateway"],
 	}), &gwCfg); err != nil {
 		return err
 	}
@@ -229,6 +240,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":           fmt.Sprint(parlorPort),
 		"PARLOR_API_URL": fmt.Sprintf("http://%s:%d", dial, gatewayPort),
+		"METRICS_ADDR":   metrics["parlor"],
 	}), &parlorCfg); err != nil {
 		return err
 	}
@@ -264,6 +276,13 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	serve("parlor", func() error { return parlorcmd.Serve(ctx, parlorCfg, env.Logger("parlor"), listeners[parlorPort]) })
 
 	printBanner(env, dir, natsURL, named)
+	if len(metrics) > 0 {
+		fmt.Fprintf(env.Stdout, "  metrics   /metrics at")
+		for _, svc := range metricsOrder {
+			fmt.Fprintf(env.Stdout, " %s %s", svc, metrics[svc])
+		}
+		fmt.Fprintln(env.Stdout)
+	}
 	wg.Wait()
 	return firstErr
 }
@@ -366,7 +385,7 @@ func (devNull) Write(p []byte) (int, error) { return len(p), nil }
 // the local mail adapter writing under DIR/mail, its secret box key kept in
 // DIR/courier.key, and identity's service credential derived from it (so
 // an identity relay configured by the quick start can present it).
-func courierConfig(ctx context.Context, env cli.Env, dir, natsURL string) (couriercmd.Config, error) {
+func courierConfig(ctx context.Context, env cli.Env, dir, natsURL, metricsAddr string) (couriercmd.Config, error) {
 	db := "sqlite:" + filepath.Join(dir, "courier.db")
 	if err := couriercmd.Migrate(ctx, db); err != nil {
 		return couriercmd.Config{}, fmt.Errorf("courier migrations: %w", err)
@@ -388,6 +407,7 @@ func courierConfig(ctx context.Context, env cli.Env, dir, natsURL string) (couri
 		"IDENTITY_ISSUER":        fmt.Sprintf("http://localhost:%d", identityPort),
 		"COURIER_IDENTITY_URL":   fmt.Sprintf("http://127.0.0.1:%d", identityPort),
 		"EVENTS_URL":             natsURL,
+		"METRICS_ADDR":           metricsAddr,
 	}), &cfg)
 	return cfg, err
 }

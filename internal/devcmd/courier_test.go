@@ -17,7 +17,7 @@ import (
 func TestCourierConfig(t *testing.T) {
 	dir := t.TempDir()
 	env := cli.Env{Getenv: func(string) string { return "" }}
-	cfg, err := courierConfig(context.Background(), env, dir, "nats://127.0.0.1:4222")
+	cfg, err := courierConfig(context.Background(), env, dir, "nats://127.0.0.1:4222", "")
 	if err != nil {
 		t.Fatalf("courierConfig: %v", err)
 	}
@@ -28,7 +28,7 @@ func TestCourierConfig(t *testing.T) {
 	if err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("courier key: %v, mode %v; want 0600", err, info.Mode())
 	}
-	again, err := courierConfig(context.Background(), env, dir, "nats://127.0.0.1:4222")
+	again, err := courierConfig(context.Background(), env, dir, "nats://127.0.0.1:4222", "")
 	if err != nil || string(again.SecretBoxKey) != string(cfg.SecretBoxKey) {
 		t.Errorf("second start: %v, key changed = %v", err, string(again.SecretBoxKey) != string(cfg.SecretBoxKey))
 	}
