@@ -62,7 +62,7 @@ func tableVariables(t *testing.T, path string) map[string]bool {
 		t.Fatal(err)
 	}
 	vars := map[string]bool{}
-	row := regexp.MustCompile("(?m)^\\| ([^|]+) \\|")
+	row := regexp.MustCompile(`(?m)^\| ([^|]+) \|`)
 	name := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
 	for _, r := range row.FindAllStringSubmatch(string(doc), -1) {
 		for _, n := range name.FindAllStringSubmatch(r[1], -1) {

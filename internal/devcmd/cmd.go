@@ -377,10 +377,6 @@ Make a registered user staff (an operator who can grant entitlements):
 	env.Logger("dev").Info("platform dev started", "data", dir)
 }
 
-type devNull struct{}
-
-func (devNull) Write(p []byte) (int, error) { return len(p), nil }
-
 // courierConfig migrates courier's database and returns its configuration:
 // the local mail adapter writing under DIR/mail, its secret box key kept in
 // DIR/courier.key, and identity's service credential derived from it (so
