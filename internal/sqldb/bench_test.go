@@ -54,8 +54,10 @@ func BenchmarkWrite(b *testing.B) {
 
 // BenchmarkQueryRow reports primary-key reads/s from parallel callers
 // (b.SetParallelism as for BenchmarkWrite), through QueryRow (on SQLite,
-// a statement from the cache) and through the pool directly (prepared
-// for each call): the case for the statement cache.
+// a statement from the cache), through the pool directly (prepared for
+// each call), and through ReadRow (on PostgreSQL, coalesced into
+// pipelines): the case for the statement cache on SQLite and for read
+// coalescing on PostgreSQL (ReadRow against Cached).
 func BenchmarkQueryRow(b *testing.B) {
 	reads := []struct {
 		name string
@@ -67,6 +69,10 @@ func BenchmarkQueryRow(b *testing.B) {
 		}},
 		{"Unprepared", func(ctx context.Context, db *sqldb.DB, id int64) (v string, err error) {
 			err = db.DB.QueryRowContext(ctx, db.Rebind(`SELECT v FROM keyed WHERE id = $1`), id).Scan(&v)
+			return v, err
+		}},
+		{"ReadRow", func(ctx context.Context, db *sqldb.DB, id int64) (v string, err error) {
+			err = db.ReadRow(ctx, `SELECT v FROM keyed WHERE id = $1`, id).Scan(&v)
 			return v, err
 		}},
 	}

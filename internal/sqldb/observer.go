@@ -10,8 +10,9 @@ import (
 // Observer watches a DB's operations for metrics and traces (package
 // observe implements it; a DB without one pays nothing). An operation is a
 // transaction (InTx) or a statement outside one (Exec, Query, QueryRow,
-// Write, WriteRow): the statement group a store method runs, named by that
-// method, never by its SQL, so the names are few and stable.
+// ReadRow, Write, WriteRow): the statement group a store method runs,
+// named by that method, never by its SQL, so the names are few and
+// stable.
 type Observer interface {
 	// Start is called as an operation begins, op naming the function that
 	// called the DB ("sqlstore.CreateUser", "outbox.claim"). It returns

@@ -2,6 +2,11 @@
 // seam: PostgreSQL (production) and SQLite (the embedded default). Services
 // write plain SQL with PostgreSQL placeholders ($1, $2, …); the seam rewrites
 // them for SQLite and supplies the few clauses the engines spell differently.
+//
+// Two mechanisms sit behind the seam, invisible to the stores: writes
+// commit in groups (Write, WriteRow; decision 0002), and on PostgreSQL
+// point reads that arrive together share a pipeline (ReadRow; decision
+// 0016).
 package sqldb
 
 import (
@@ -56,6 +61,9 @@ type DB struct {
 	stmts *stmtCache
 	// writes queues single-statement writes (see Write).
 	writes *group
+	// reads coalesces point reads on PostgreSQL (see ReadRow); nil on
+	// SQLite.
+	reads *readQueue
 	// timeout bounds each call's database work (see Options).
 	timeout time.Duration
 	// ckpt checkpoints SQLite's write-ahead log (see checkpointer).
@@ -166,6 +174,9 @@ func New(rawURL string, opts Options) (*DB, error) {
 	}
 	db := &DB{DB: pool, Engine: engine, Now: time.Now, timeout: opts.Timeout}
 	db.writes = &group{maxLeaders: 2, run: db.commitGroup}
+	if engine == Postgres {
+		db.reads = &readQueue{maxRunning: runtime.GOMAXPROCS(0)}
+	}
 	if engine == SQLite {
 		db.writer = make(chan struct{}, 1)
 		db.stmts = newStmtCache(maxCachedStatements)
@@ -309,6 +320,11 @@ func (db *DB) QueryRow(ctx context.Context, query string, args ...any) (row *sql
 		ctx, done = db.observe(ctx)
 		defer func() { done(row.Err()) }()
 	}
+	return db.queryRow(ctx, query, args...)
+}
+
+// queryRow is QueryRow unobserved.
+func (db *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	ctx = db.boundRead(ctx)
 	s, q := db.stmt(ctx, query)
 	if s != nil {

@@ -42,10 +42,10 @@ func (db *DB) Write(ctx context.Context, query string, args ...any) (_ sql.Resul
 	return db.write(ctx, &queued{ctx: ctx, query: query, args: args})
 }
 
-// Row is the one row a WriteRow statement returns: a *sql.Row on SQLite,
-// pgx's row on PostgreSQL (see runPipelined). Scan
-// reports an error for which errors.Is(err, sql.ErrNoRows) holds when
-// there is no row.
+// Row is the one row a WriteRow statement or a ReadRow returns: a
+// *sql.Row on SQLite, pgx's row on PostgreSQL (see runPipelined and
+// ReadRow), scanned with pgx's types. Scan reports an error for which
+// errors.Is(err, sql.ErrNoRows) holds when there is no row.
 type Row interface {
 	Scan(dest ...any) error
 }
