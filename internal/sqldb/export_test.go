@@ -28,19 +28,6 @@ func (db *DB) CachedStatements() []string {
 // MaxPipeline is how many reads share one pipeline at most.
 const MaxPipeline = maxPipeline
 
-// ReadStats is what db's read coalescing sent (zero on SQLite): the
-// pipelines, the reads in them, the most in one, and the reads run again
-// alone after a failure in their pipeline.
-type ReadStats struct{ Pipelines, Reads, Largest, Again int64 }
-
-func (db *DB) ReadStats() ReadStats {
-	q := db.reads
-	if q == nil {
-		return ReadStats{}
-	}
-	return ReadStats{q.pipelines.Load(), q.reads.Load(), q.largest.Load(), q.again.Load()}
-}
-
 // ReadPipelinesAtOnce sets how many pipelines may be under way at once
 // (GOMAXPROCS by default); set it before db is used.
 func (db *DB) ReadPipelinesAtOnce(n int) {

@@ -147,9 +147,24 @@ type readQueue struct {
 	pending []*pendingRead
 	// running is how many pipelines are under way; at most maxRunning.
 	running, maxRunning int
-	// What was sent, for tests: pipelines, the reads in them, the most
-	// in one, and the reads run again alone.
+	// What was sent (see ReadStats).
 	pipelines, reads, largest, again atomic.Int64
+}
+
+// ReadStats is what ReadRow has sent to PostgreSQL since the DB was made
+// (zero on SQLite, where nothing is coalesced): Pipelines sent, the Reads
+// in them, the most reads in one (Largest), and the reads run Again alone
+// after a failure in their pipeline. Reads/Pipelines is how many round
+// trips coalescing saved.
+type ReadStats struct{ Pipelines, Reads, Largest, Again int64 }
+
+// ReadStats reports what ReadRow has sent.
+func (db *DB) ReadStats() ReadStats {
+	q := db.reads
+	if q == nil {
+		return ReadStats{}
+	}
+	return ReadStats{q.pipelines.Load(), q.reads.Load(), q.largest.Load(), q.again.Load()}
 }
 
 // do queues r and, while fewer than maxRunning pipelines are under way,

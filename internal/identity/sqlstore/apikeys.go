@@ -130,12 +130,12 @@ func revokeCreatorKeys(ctx context.Context, tx *sqldb.Tx, accountID, userID, by 
 	return nil
 }
 
-// AuthenticateAPIKey implements identity.APIKeyStore: one query over the
-// digest's unique index, joined to the account.
+// AuthenticateAPIKey implements identity.APIKeyStore: one point read over
+// the digest's unique index, joined to the account (sqldb.ReadRow).
 func (s *Store) AuthenticateAPIKey(ctx context.Context, digest string) (identity.APIKey, identity.Account, error) {
 	now := sqldb.Timestamp(s.db.Now())
 	var a identity.Account
-	k, err := scanAPIKey(s.db.QueryRow(ctx, `
+	k, err := scanAPIKey(s.db.ReadRow(ctx, `
 		SELECT `+apiKeyColumns+`, a.id, a.name, a.slug, a.personal, a.created_at, a.updated_at
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id
 		WHERE k.digest = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $2)`,

@@ -617,13 +617,14 @@ func (s *Store) OIDCRefreshToken(ctx context.Context, digest string) (identity.O
 	return t, nil
 }
 
-// OIDCAccessToken implements identity.OIDCStore.
+// OIDCAccessToken implements identity.OIDCStore: one point read, behind
+// every userinfo and introspection request (sqldb.ReadRow).
 func (s *Store) OIDCAccessToken(ctx context.Context, id string) (identity.OIDCToken, identity.User, error) {
 	var u identity.User
 	if !ids.Valid(id) {
 		return identity.OIDCToken{}, u, identity.ErrOIDCGrantUnknown
 	}
-	t, err := scanOIDCToken(s.db.QueryRow(ctx, `
+	t, err := scanOIDCToken(s.db.ReadRow(ctx, `
 		SELECT `+oidcTokenColumns+`, u.id, u.email, u.display_name, u.staff, u.created_at
 		FROM oidc_tokens t JOIN oidc_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
 		WHERE t.id = $1 AND t.kind = 'access' AND t.revoked_at IS NULL AND c.revoked_at IS NULL AND t.expires_at > $2

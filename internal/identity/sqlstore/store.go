@@ -223,7 +223,8 @@ func (s *Store) EndSession(ctx context.Context, sessionID string) error {
 
 // Authenticate implements identity.Store: the whole hot path of an
 // authenticated request (session, user, membership, account) is this one
-// query over primary keys.
+// point read over primary keys, coalesced with others in flight on
+// PostgreSQL (sqldb.ReadRow).
 func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID string) (identity.Principal, error) {
 	var (
 		p       identity.Principal
@@ -242,14 +243,14 @@ func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID s
 	now := sqldb.Timestamp(s.db.Now())
 	var err error
 	if accountID == "" {
-		err = s.db.QueryRow(ctx, `
+		err = s.db.ReadRow(ctx, `
 			SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at, u.verified_at
 			FROM sessions s JOIN users u ON u.id = s.user_id
 			WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
 			  AND u.disabled_at IS NULL`,
 			sessionID, userID, now).Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen, &verified)
 	} else {
-		err = s.db.QueryRow(ctx, `
+		err = s.db.ReadRow(ctx, `
 			SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at, u.verified_at,
 			       a.id, a.name, a.slug, a.personal, a.created_at, a.updated_at, m.role
 			FROM sessions s
