@@ -139,9 +139,8 @@ func (b *bench) read(ctx context.Context) (*Scenario, error) {
 
 // login: POST /v1/session against raw argon2id hashes per second with
 // identity's parameters, on as many goroutines as identity lets hash at
-// once (IDENTITY_HASH_CONCURRENCY; half the cores by default, so that
-// sign-ins cannot starve other requests): the target is what identity's
-// own work around the hash costs, not the bound it keeps by design.
+// once (IDENTITY_HASH_CONCURRENCY; one per core by default, decision
+// 0017): the target is what identity's own work around the hash costs.
 func (b *bench) login(ctx context.Context) (*Scenario, error) {
 	s := &Scenario{Name: "login", Title: "login: POST /v1/session", Unit: "req/s", BaselineName: "raw argon2id hashes/s, same parameters"}
 	p := identity.DefaultHashParams

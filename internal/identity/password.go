@@ -33,9 +33,10 @@ const (
 )
 
 // Hasher hashes and verifies passwords with argon2id. At most a fixed
-// number of hashes run at once: each takes MemoryKiB of memory and a core,
-// so a flood of sign-ins queues instead of exhausting memory or taking
-// every core from the requests that do no hashing.
+// number of hashes run at once (by default one per core): each takes
+// MemoryKiB of memory and a core, so a flood of sign-ins queues instead
+// of exhausting memory, and argon2's memory is bounded by that number
+// times MemoryKiB (MemoryBound).
 type Hasher struct {
 	params HashParams
 	slots  chan struct{}
@@ -59,9 +60,16 @@ type Hasher struct {
 const ReleaseAfter = 10 * time.Second
 
 // DefaultHashConcurrency is how many hashes run at once unless configured:
-// half the cores, at least one, so sign-ins leave the other half to
-// everything else.
-func DefaultHashConcurrency() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+// one per core (GOMAXPROCS), which is what logins need to keep up with
+// raw argon2id; the reads served meanwhile keep their share of the cores
+// because the scheduler preempts a running hash (decision 0017).
+func DefaultHashConcurrency() int { return max(1, runtime.GOMAXPROCS(0)) }
+
+// MemoryBound is the most memory argon2 holds at once in h's hashes:
+// its concurrency times MemoryKiB, in bytes.
+func (h *Hasher) MemoryBound() uint64 {
+	return uint64(cap(h.slots)) * uint64(h.params.MemoryKiB) * 1024
+}
 
 // NewHasher returns a Hasher running at most concurrency hashes at once
 // (DefaultHashConcurrency when concurrency < 1).

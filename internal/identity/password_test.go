@@ -28,17 +28,52 @@ func TestHasherBoundsConcurrency(t *testing.T) {
 	}
 }
 
-// TestHasherDefaultLeavesHalfTheCores: unconfigured, sign-ins may take
-// half the cores (at least one), never all of them on a multi-core host.
-func TestHasherDefaultLeavesHalfTheCores(t *testing.T) {
-	want := max(1, runtime.GOMAXPROCS(0)/2)
-	for _, n := range []int{0, -1} {
-		if got := cap(NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, n).slots); got != want {
-			t.Errorf("NewHasher(…, %d) runs %d hashes at once, want %d (half of GOMAXPROCS %d)", n, got, want, runtime.GOMAXPROCS(0))
-		}
+// TestHasherDefaultUsesEveryCore: unconfigured, one hash runs per core
+// (GOMAXPROCS), and argon2's memory is bounded by that many hashes; a
+// configured bound is kept as given.
+func TestHasherDefaultUsesEveryCore(t *testing.T) {
+	p := HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}
+	for _, tc := range []struct {
+		name        string
+		concurrency int
+		want        int
+	}{
+		{"Zero", 0, runtime.GOMAXPROCS(0)},
+		{"Negative", -1, runtime.GOMAXPROCS(0)},
+		{"Configured", 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewHasher(p, tc.concurrency)
+			if got := cap(h.slots); got != tc.want {
+				t.Errorf("NewHasher(…, %d) runs %d hashes at once, want %d (GOMAXPROCS %d)", tc.concurrency, got, tc.want, runtime.GOMAXPROCS(0))
+			}
+			if got, want := h.MemoryBound(), uint64(tc.want)*64*1024; got != want {
+				t.Errorf("MemoryBound = %d bytes, want %d (%d hashes × 64 KiB)", got, want, tc.want)
+			}
+		})
 	}
-	if got := cap(NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, 3).slots); got != 3 {
-		t.Errorf("NewHasher(…, 3) runs %d hashes at once, want 3", got)
+}
+
+// TestHasherHashesOnEveryCoreAtOnce: with the default bound, GOMAXPROCS
+// hashes run at the same time, and one more waits for a slot.
+func TestHasherHashesOnEveryCoreAtOnce(t *testing.T) {
+	h := NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, 0)
+	n := runtime.GOMAXPROCS(0)
+	releases := make([]func(), 0, n)
+	for i := range n {
+		release, err := h.acquire(context.Background())
+		if err != nil {
+			t.Fatalf("hash %d of %d: %v", i+1, n, err)
+		}
+		releases = append(releases, release)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := h.acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hash %d with %d running = %v, want it to wait", n+1, n, err)
+	}
+	for _, release := range releases {
+		release()
 	}
 }
 

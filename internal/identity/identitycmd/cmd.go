@@ -38,8 +38,9 @@ type Config struct {
 	SessionTTL       time.Duration `env:"IDENTITY_SESSION_TTL, default=12h" rule:"positive"`
 	LockoutThreshold int           `env:"IDENTITY_LOCKOUT_THRESHOLD, default=5" rule:"positive"`
 	LockoutDuration  time.Duration `env:"IDENTITY_LOCKOUT_DURATION, default=15m" rule:"positive"`
-	// HashConcurrency bounds the password hashes run at once; 0 is half
-	// the cores (identity.DefaultHashConcurrency).
+	// HashConcurrency bounds the password hashes run at once, and so
+	// argon2's memory (19 MiB a hash); 0 is one per core
+	// (identity.DefaultHashConcurrency).
 	HashConcurrency int    `env:"IDENTITY_HASH_CONCURRENCY, default=0" rule:"nonnegative"`
 	EventsURL       string `env:"EVENTS_URL"`
 	// PublicURL is where the web app's pages for emailed links live;
