@@ -35,6 +35,7 @@ func TestValid(t *testing.T) {
 		{"NoHyphens", "0f8fad5bd9cb469fa16570867728950e", false},
 		{"MisplacedHyphen", "0f8fad5-bd9cb-469f-a165-70867728950e", false},
 		{"NotHex", "0f8fad5b-d9cb-469f-a165-70867728950g", false},
+		{"OneUpperCaseDigit", "0f8fad5b-d9cB-469f-a165-70867728950e", false},
 		{"Empty", "", false},
 	}
 	for _, tt := range tests {
@@ -59,5 +60,17 @@ func TestNewIsValidAndOrdered(t *testing.T) {
 			t.Fatalf("New() = %q after %q: not ascending", id, prev)
 		}
 		prev = id
+	}
+}
+
+// TestValidAllocatesNothing: every authenticated request checks two ids.
+func TestValidAllocatesNothing(t *testing.T) {
+	id := New()
+	if n := testing.AllocsPerRun(100, func() {
+		if !Valid(id) {
+			t.Fatalf("Valid(%q) = false", id)
+		}
+	}); n != 0 {
+		t.Errorf("Valid allocates %.0f times, want none", n)
 	}
 }

@@ -56,7 +56,7 @@ func (db *DB) ReadRow(ctx context.Context, query string, args ...any) (row Row) 
 	defer cancel()
 	r := &pendingRead{ctx: ctx, query: query, args: args, done: make(chan struct{})}
 	if err := ctx.Err(); err != nil {
-		return readRow{err: err}
+		return &readRow{err: err}
 	}
 	db.reads.do(db, r)
 	select {
@@ -65,19 +65,19 @@ func (db *DB) ReadRow(ctx context.Context, query string, args ...any) (row Row) 
 		// Dropped if no pipeline took it yet; a pipeline that did runs it
 		// for its other callers, and its outcome goes unread.
 		r.state.CompareAndSwap(readWaiting, readAbandoned)
-		return readRow{err: ctx.Err()}
+		return &readRow{err: ctx.Err()}
 	}
 	if r.again {
 		// Its pipeline failed at or before this read: run it alone.
 		db.reads.runAlone(db, r)
 	}
-	return r.row
+	return &r.row
 }
 
 // rowErr is the error a row reports before it is scanned.
 func rowErr(row Row) error {
 	switch r := row.(type) {
-	case readRow:
+	case *readRow:
 		return r.err
 	case interface{ Err() error }:
 		return r.Err()
@@ -98,7 +98,7 @@ type readRow struct {
 var typeMaps = sync.Pool{New: func() any { return pgtype.NewMap() }}
 
 // Scan implements Row.
-func (r readRow) Scan(dest ...any) error {
+func (r *readRow) Scan(dest ...any) error {
 	if r.err != nil {
 		return r.err
 	}

@@ -226,41 +226,16 @@ func (s *Store) EndSession(ctx context.Context, sessionID string) error {
 // point read over primary keys, coalesced with others in flight on
 // PostgreSQL (sqldb.ReadRow).
 func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID string) (identity.Principal, error) {
-	var (
-		p       identity.Principal
-		aID     sql.NullString
-		aName   sql.NullString
-		aSlug   sql.NullString
-		aPers   sql.NullBool
-		aCreate sql.NullTime
-		aUpdate sql.NullTime
-		role    sql.NullString
-	)
-	var (
-		lastSeen time.Time
-		verified sql.NullTime
-	)
 	now := sqldb.Timestamp(s.db.Now())
-	var err error
+	var (
+		p        identity.Principal
+		lastSeen time.Time
+		err      error
+	)
 	if accountID == "" {
-		err = s.db.ReadRow(ctx, `
-			SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at, u.verified_at
-			FROM sessions s JOIN users u ON u.id = s.user_id
-			WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
-			  AND u.disabled_at IS NULL`,
-			sessionID, userID, now).Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen, &verified)
+		err = s.readSession(ctx, &p, &lastSeen, sessionID, userID, now)
 	} else {
-		err = s.db.ReadRow(ctx, `
-			SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at, u.verified_at,
-			       a.id, a.name, a.slug, a.personal, a.created_at, a.updated_at, m.role
-			FROM sessions s
-			JOIN users u ON u.id = s.user_id
-			LEFT JOIN memberships m ON m.user_id = s.user_id AND m.account_id = $4
-			LEFT JOIN accounts a ON a.id = m.account_id
-			WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
-			  AND u.disabled_at IS NULL`,
-			sessionID, userID, now, accountID).Scan(&p.User.ID, &p.User.Email, &p.User.DisplayName, &p.User.Staff, &p.User.CreatedAt, &lastSeen, &verified,
-			&aID, &aName, &aSlug, &aPers, &aCreate, &aUpdate, &role)
+		err = s.readMembership(ctx, &p, &lastSeen, sessionID, userID, accountID, now)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return identity.Principal{}, identity.ErrUnauthorized
@@ -270,19 +245,72 @@ func (s *Store) Authenticate(ctx context.Context, sessionID, userID, accountID s
 	}
 	p.SessionID = sessionID
 	p.User.CreatedAt = p.User.CreatedAt.UTC()
-	p.User.EmailVerifiedAt = timePtr(verified)
 	if lastSeen.Before(now.Add(-identity.LastSeenGranularity)) {
 		if err := s.touchSession(ctx, sessionID); err != nil {
 			return identity.Principal{}, err
 		}
 	}
-	if aID.Valid {
+	return p, nil
+}
+
+// readSession reads the live session's user into p: the read behind
+// every request that names no account (GET /v1/me). Its destinations are
+// its own, so such a request allocates none of an account's.
+func (s *Store) readSession(ctx context.Context, p *identity.Principal, lastSeen *time.Time, sessionID, userID string, now time.Time) error {
+	// A pointer rather than sql.NullTime: pgx scans a NULL into it
+	// directly, where a sql.Scanner costs a conversion through
+	// database/sql's values (database/sql sets a pointer as well).
+	var verified *time.Time
+	u := &p.User
+	err := s.db.ReadRow(ctx, `
+		SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at, u.verified_at
+		FROM sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
+		  AND u.disabled_at IS NULL`,
+		sessionID, userID, now).Scan(&u.ID, &u.Email, &u.DisplayName, &u.Staff, &u.CreatedAt, lastSeen, &verified)
+	u.EmailVerifiedAt = utcPtr(verified)
+	return err
+}
+
+// readMembership is readSession with the caller's membership of
+// accountID and that account, into p.Account when it is a member.
+func (s *Store) readMembership(ctx context.Context, p *identity.Principal, lastSeen *time.Time, sessionID, userID, accountID string, now time.Time) error {
+	var (
+		verified          *time.Time
+		aID, aName, aSlug sql.NullString
+		aPers             sql.NullBool
+		aCreate, aUpdate  sql.NullTime
+		role              sql.NullString
+	)
+	u := &p.User
+	err := s.db.ReadRow(ctx, `
+		SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at, u.verified_at,
+		       a.id, a.name, a.slug, a.personal, a.created_at, a.updated_at, m.role
+		FROM sessions s
+		JOIN users u ON u.id = s.user_id
+		LEFT JOIN memberships m ON m.user_id = s.user_id AND m.account_id = $4
+		LEFT JOIN accounts a ON a.id = m.account_id
+		WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
+		  AND u.disabled_at IS NULL`,
+		sessionID, userID, now, accountID).Scan(&u.ID, &u.Email, &u.DisplayName, &u.Staff, &u.CreatedAt, lastSeen, &verified,
+		&aID, &aName, &aSlug, &aPers, &aCreate, &aUpdate, &role)
+	u.EmailVerifiedAt = utcPtr(verified)
+	if err == nil && aID.Valid {
 		p.Account = &identity.Account{
 			ID: aID.String, Name: aName.String, Slug: aSlug.String, Personal: aPers.Bool,
 			Role: identity.Role(role.String), CreatedAt: aCreate.Time.UTC(), UpdatedAt: aUpdate.Time.UTC(),
 		}
 	}
-	return p, nil
+	return err
+}
+
+// utcPtr is t in UTC, nil for nil.
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // SetStaff implements identity.Store. The UPDATE matches only a user
