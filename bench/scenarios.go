@@ -115,9 +115,11 @@ func (b *bench) read(ctx context.Context) (*Scenario, error) {
 	}
 	throughput := peakRatio(reads, bare)
 	s.Ratio = throughput.median()
+	// PostgreSQL's point reads are coalesced (decision 0016): issue 50
+	// measured 38.8% with them and 26.2% without on the 2-core machine.
 	want := 0.25
 	if b.cfg.engine == "postgres" {
-		want = 0.15
+		want = 0.35
 	}
 	s.medianTarget(fmt.Sprintf("≥ %.0f%% of baseline throughput (peak over levels)", want*100), throughput, pct, func(r float64) bool { return r >= want })
 	// At 32 clients on two shared cores the tail is the queue of a

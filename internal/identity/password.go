@@ -61,8 +61,9 @@ const ReleaseAfter = 10 * time.Second
 
 // DefaultHashConcurrency is how many hashes run at once unless configured:
 // one per core (GOMAXPROCS), which is what logins need to keep up with
-// raw argon2id; the reads served meanwhile keep their share of the cores
-// because the scheduler preempts a running hash (decision 0017).
+// raw argon2id. The scheduler preempts a running hash every 10 ms, so
+// reads during a sign-in flood are slowed, not stopped; where they must
+// keep more, IDENTITY_HASH_CONCURRENCY sets fewer (decision 0017).
 func DefaultHashConcurrency() int { return max(1, runtime.GOMAXPROCS(0)) }
 
 // MemoryBound is the most memory argon2 holds at once in h's hashes:
