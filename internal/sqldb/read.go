@@ -131,15 +131,6 @@ func (r *pendingRead) finish(row readRow) {
 	close(r.done)
 }
 
-func (r *pendingRead) finished() bool {
-	select {
-	case <-r.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // readQueue coalesces PostgreSQL's point reads into pipelines (see
 // ReadRow).
 type readQueue struct {
@@ -168,7 +159,9 @@ func (db *DB) ReadStats() ReadStats {
 }
 
 // do queues r and, while fewer than maxRunning pipelines are under way,
-// sends pipelines from the caller's goroutine until r's is done.
+// starts a sender. The sender is a goroutine of its own, never a caller's,
+// so every caller waits only in ReadRow, where its context can end the
+// wait.
 func (q *readQueue) do(db *DB, r *pendingRead) {
 	q.mu.Lock()
 	q.pending = append(q.pending, r)
@@ -178,14 +171,12 @@ func (q *readQueue) do(db *DB, r *pendingRead) {
 	}
 	q.mu.Unlock()
 	if lead {
-		q.lead(db, r)
+		go q.lead(db)
 	}
 }
 
-// lead sends pipelines while reads wait. Once its own read is done and
-// more wait, it hands the queue to a new goroutine rather than keep its
-// caller waiting.
-func (q *readQueue) lead(db *DB, own *pendingRead) {
+// lead sends pipelines while reads wait.
+func (q *readQueue) lead(db *DB) {
 	for {
 		q.mu.Lock()
 		n := min(len(q.pending), maxPipeline)
@@ -193,11 +184,6 @@ func (q *readQueue) lead(db *DB, own *pendingRead) {
 			q.running--
 			q.pending = nil
 			q.mu.Unlock()
-			return
-		}
-		if own != nil && own.finished() {
-			q.mu.Unlock()
-			go q.lead(db, nil)
 			return
 		}
 		batch := q.pending[:n:n]
