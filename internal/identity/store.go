@@ -68,9 +68,10 @@ type Store interface {
 	// EndOtherSessions ends every live session of userID but keep.
 	EndOtherSessions(ctx context.Context, userID, keep string) error
 	// ChangePassword replaces userID's password hash, resets the failure
-	// count and ends every session but keep, unless keep has ended or the
-	// user became locked meanwhile. Errors: ErrUnauthorized, the locked
-	// error.
+	// count and ends every session but keep, every outstanding one-time
+	// token (reset, verification, email change), open MFA challenge and
+	// OIDC token of the user, unless keep has ended or the user became
+	// locked meanwhile. Errors: ErrUnauthorized, the locked error.
 	ChangePassword(ctx context.Context, userID, keep, hash string) error
 	// SearchUsers returns users whose email or display name contains
 	// query (matched literally, case-insensitively), ordered by email.

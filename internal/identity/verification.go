@@ -69,8 +69,9 @@ type LifecycleStore interface {
 	PasswordResetUser(ctx context.Context, digest string) (string, error)
 	// ResetPassword consumes a password_reset token and, in the same
 	// transaction, consumes factor when the user has MFA enabled, sets the
-	// hash, clears the lockout and ends every session of the user (an
-	// identity.session.revoked each). Errors: as VerifyEmail,
+	// hash, clears the lockout, ends every session of the user (an
+	// identity.session.revoked each) and every other outstanding one-time
+	// token, open MFA challenge and OIDC token of the user. Errors: as VerifyEmail,
 	// ErrMFARequired (MFA enabled and factor nil), ErrInvalidCode (the
 	// factor was used meanwhile); after either nothing is written.
 	ResetPassword(ctx context.Context, digest, hash string, factor *Factor) error
@@ -80,8 +81,10 @@ type LifecycleStore interface {
 	IssueEmailChange(ctx context.Context, userID string, tok OneTimeToken, mail OutgoingMail) error
 	// ConfirmEmailChange consumes an email_change token and, in the same
 	// transaction, moves the user to the new address (verified), ends every
-	// session (reason email_change) and queues notice(old, new) to the old
-	// address. Errors: as VerifyEmail, ErrEmailTaken (409).
+	// session (reason email_change), every other outstanding one-time
+	// token (a reset link sent to the old address above all), open MFA
+	// challenge and OIDC token of the user, and queues notice(old, new) to
+	// the old address. Errors: as VerifyEmail, ErrEmailTaken (409).
 	ConfirmEmailChange(ctx context.Context, digest string, notice func(oldEmail, newEmail string) (OutgoingMail, error)) (User, error)
 
 	// PendingMail returns up to limit queued mails due by now, oldest first.

@@ -54,6 +54,27 @@ func consumeToken(ctx context.Context, tx *sqldb.Tx, digest, purpose string) (us
 	}
 }
 
+// endCredentials ends what a change of userID's password or address leaves
+// stale, besides the sessions (which each caller ends its own way): every
+// outstanding one-time token (a reset link, a verification or email
+// change link, sent to whichever address, proves nothing once the
+// password or the address it was issued against has changed), every open
+// MFA sign-in challenge (proven by the old password), and every OIDC
+// access and refresh token issued to a relying party (minted by sessions
+// that are now ended, perhaps an intruder's).
+func endCredentials(ctx context.Context, tx *sqldb.Tx, userID string) error {
+	for _, q := range []string{
+		`UPDATE user_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`,
+		`UPDATE mfa_challenges SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`,
+		`UPDATE oidc_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`,
+	} {
+		if _, err := tx.Exec(ctx, q, userID, tx.Now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // revokeSessions ends every live session of userID, each with its event.
 func revokeSessions(ctx context.Context, tx *sqldb.Tx, userID, reason string) error {
 	rows, err := tx.Query(ctx, `
@@ -190,10 +211,12 @@ func (s *Store) PasswordResetUser(ctx context.Context, digest string) (string, e
 	return userID, nil
 }
 
-// ResetPassword implements identity.Store; it also ends the user's open
-// MFA challenges. Whether the user has MFA is
-// read again after the token is spent, inside the transaction, so MFA
-// turned on after the caller looked cannot be skipped.
+// ResetPassword implements identity.Store; it also ends everything
+// endCredentials names, so an older reset link, or a link sent to an
+// address the user has since left, dies with the password it was issued
+// against. Whether the user has MFA is read again after the token is
+// spent, inside the transaction, so MFA turned on after the caller looked
+// cannot be skipped.
 func (s *Store) ResetPassword(ctx context.Context, digest, hash string, factor *identity.Factor) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		userID, _, err := consumeToken(ctx, tx, digest, identity.PurposePasswordReset)
@@ -217,9 +240,7 @@ func (s *Store) ResetPassword(ctx context.Context, digest, hash string, factor *
 			userID, hash, tx.Now); err != nil {
 			return err
 		}
-		// An open sign-in challenge was proven by the old password: it
-		// must not outlive it any more than a session does.
-		if _, err := tx.Exec(ctx, `UPDATE mfa_challenges SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL`, userID, tx.Now); err != nil {
+		if err := endCredentials(ctx, tx, userID); err != nil {
 			return err
 		}
 		return revokeSessions(ctx, tx, userID, identity.RevokedPasswordReset)
@@ -243,8 +264,10 @@ func (s *Store) IssueEmailChange(ctx context.Context, userID string, tok identit
 	})
 }
 
-// ConfirmEmailChange implements identity.Store. Every other open token of
-// the user dies with the old address: a verification link for it, or a
+// ConfirmEmailChange implements identity.Store. Everything endCredentials
+// names dies with the old address: above all a reset link sent to it,
+// which would otherwise let the old mailbox choose the password of the
+// account now at the new address; and a verification link for it, or a
 // second change request, must not act on the new one.
 func (s *Store) ConfirmEmailChange(ctx context.Context, digest string, notice func(oldEmail, newEmail string) (identity.OutgoingMail, error)) (identity.User, error) {
 	var u identity.User
@@ -271,8 +294,7 @@ func (s *Store) ConfirmEmailChange(ctx context.Context, digest string, notice fu
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE user_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL AND purpose <> 'password_reset'`,
-			userID, tx.Now); err != nil {
+		if err := endCredentials(ctx, tx, userID); err != nil {
 			return err
 		}
 		m, err := notice(oldEmail, newEmail)

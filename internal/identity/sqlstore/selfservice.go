@@ -58,7 +58,8 @@ func endOtherSessions(ctx context.Context, tx *sqldb.Tx, userID, keep string) er
 // ChangePassword implements identity.Store. The hash changes only while
 // the user is unlocked and not disabled, and while the session that proved
 // the current password is live: a password checked just before a logout or
-// a lockout does not change anything.
+// a lockout does not change anything. Everything endCredentials names ends
+// with the old password.
 func (s *Store) ChangePassword(ctx context.Context, userID, keep, hash string) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		res, err := tx.Exec(ctx, `
@@ -75,6 +76,9 @@ func (s *Store) ChangePassword(ctx context.Context, userID, keep, hash string) e
 				return identity.LockedError(locked.Time, tx.Now)
 			}
 			return identity.ErrUnauthorized
+		}
+		if err := endCredentials(ctx, tx, userID); err != nil {
+			return err
 		}
 		return endOtherSessions(ctx, tx, userID, keep)
 	})
