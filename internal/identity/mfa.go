@@ -82,11 +82,13 @@ type MFAStore interface {
 	// EnrolTOTP stores a pending secret and pending recovery codes,
 	// replacing any earlier pending enrolment; an active secret stays.
 	EnrolTOTP(ctx context.Context, userID string, pendingSealed []byte, recoveryDigests []string) error
-	// ConfirmTOTP makes the pending secret and its recovery codes active,
-	// consuming step, emits identity.mfa.enabled and queues notice, in one
-	// transaction. Errors: ErrMFANotEnrolled, ErrInvalidCode (the step was
-	// already used).
-	ConfirmTOTP(ctx context.Context, userID string, step int64, notice OutgoingMail) (time.Time, error)
+	// ConfirmTOTP makes the pending secret, which must still be pending
+	// (the code was checked against it), and its recovery codes active,
+	// starting the new secret's replay guard at step; it emits
+	// identity.mfa.enabled and queues notice, in one transaction. Errors:
+	// ErrMFANotEnrolled, ErrInvalidCode (another enrolment replaced
+	// pending meanwhile).
+	ConfirmTOTP(ctx context.Context, userID string, pending []byte, step int64, notice OutgoingMail) (time.Time, error)
 	// DisableTOTP consumes f and removes the enrolment and its codes,
 	// emitting identity.mfa.disabled. Errors: ErrInvalidCode, ErrMFANotEnrolled.
 	DisableTOTP(ctx context.Context, userID string, f Factor) error
@@ -172,7 +174,7 @@ func (s *Service) ConfirmTOTP(ctx context.Context, p Principal, code string) (ti
 	if err != nil {
 		return time.Time{}, err
 	}
-	at, err := s.store.ConfirmTOTP(ctx, p.User.ID, step, notice)
+	at, err := s.store.ConfirmTOTP(ctx, p.User.ID, st.Pending, step, notice)
 	if errors.Is(err, ErrInvalidCode) {
 		return time.Time{}, s.wrongCode(ctx, p.User.ID)
 	}

@@ -68,18 +68,24 @@ func insertRecoveryCodes(ctx context.Context, tx *sqldb.Tx, userID string, diges
 	return nil
 }
 
-// ConfirmTOTP implements identity.MFAStore. The UPDATE both checks the
-// step is later than the last one accepted and promotes the pending
-// secret, so of concurrent confirmations with one code exactly one wins.
-func (s *Store) ConfirmTOTP(ctx context.Context, userID string, step int64, notice identity.OutgoingMail) (time.Time, error) {
+// ConfirmTOTP implements identity.MFAStore. The replay guard is per
+// secret: last_step is the active secret's, and the pending secret has
+// none until this UPDATE, its first and only use, promotes it and starts
+// its guard at step. (Comparing step with the active secret's last step
+// refused a valid new code in the step of a sign-in with the old secret,
+// and counted it toward the lockout.) The UPDATE matches only while the
+// secret the code was checked against is still the pending one, so of
+// concurrent confirmations exactly one wins, and an enrolment replacing
+// it meanwhile is not confirmed by a code of the secret it replaced.
+func (s *Store) ConfirmTOTP(ctx context.Context, userID string, pending []byte, step int64, notice identity.OutgoingMail) (time.Time, error) {
 	var at time.Time
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		at = tx.Now
 		res, err := tx.Exec(ctx, `
 			UPDATE mfa_totp SET secret_sealed = pending_sealed, pending_sealed = NULL,
 				last_step = $2, enabled_at = $3, updated_at = $3
-			WHERE user_id = $1 AND pending_sealed IS NOT NULL AND last_step < $2`,
-			userID, step, tx.Now)
+			WHERE user_id = $1 AND pending_sealed = $4`,
+			userID, step, tx.Now, pending)
 		if err != nil {
 			return err
 		}

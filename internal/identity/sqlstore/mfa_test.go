@@ -222,3 +222,54 @@ func TestRaceMFACode(t *testing.T) {
 		}
 	})
 }
+
+// TestMFARotationConfirmedRightAfterSignIn: each secret has its own replay
+// guard. A sign-in with the old secret in a time step does not make the
+// new secret's code for that step a replay, so the rotation confirms (and
+// nothing counts toward the lockout); the confirming code is then spent
+// for the new secret.
+func TestMFARotationConfirmedRightAfterSignIn(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		env := identitytest.New(t, engine, identitytest.Config{})
+		p := env.User(t, "ada@example.com")
+		old := enableMFA(t, env, p)
+		next, err := env.Service.EnrolTOTP(ctx, p, identitytest.Password)
+		if err != nil {
+			t.Fatalf("rotate: %v", err)
+		}
+		mfaLogin(t, env, "ada@example.com", codeAt(t, old.Secret, env.Clock.Now()))
+		// The old secret's step is spent: the same code is a replay.
+		_, _, err = env.Service.LoginMFA(ctx, challenge(t, env, "ada@example.com"), codeAt(t, old.Secret, env.Clock.Now()))
+		wantCode(t, err, identity.CodeInvalidCode)
+		mfaLogin(t, env, "ada@example.com", old.RecoveryCodes[0]) // clears the count the replay made
+
+		code := codeAt(t, next.Secret, env.Clock.Now())
+		if _, err := env.Service.ConfirmTOTP(ctx, p, code); err != nil {
+			t.Fatalf("confirm the rotation in the step of the last sign-in: %v", err)
+		}
+		if n, _ := failedLogins(t, env, "ada@example.com"); n != 0 {
+			t.Errorf("failed_logins = %d after a valid confirmation, want 0", n)
+		}
+		_, _, err = env.Service.LoginMFA(ctx, challenge(t, env, "ada@example.com"), code)
+		wantCode(t, err, identity.CodeInvalidCode) // the new secret's step is spent by the confirmation
+		env.Clock.Advance(30 * time.Second)
+		mfaLogin(t, env, "ada@example.com", codeAt(t, next.Secret, env.Clock.Now()))
+
+		// A code checked against a pending secret that another enrolment
+		// has since replaced confirms nothing.
+		if _, err := env.Service.EnrolTOTP(ctx, p, identitytest.Password); err != nil {
+			t.Fatal(err)
+		}
+		stale, err := env.Store.MFAState(ctx, p.User.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Service.EnrolTOTP(ctx, p, identitytest.Password); err != nil {
+			t.Fatal(err)
+		}
+		_, err = env.Store.ConfirmTOTP(ctx, p.User.ID, stale.Pending, 1<<40, identity.OutgoingMail{})
+		if !errors.Is(err, identity.ErrInvalidCode) {
+			t.Errorf("confirm a replaced enrolment: %v, want ErrInvalidCode", err)
+		}
+	})
+}
