@@ -19,7 +19,8 @@ type Metrics struct {
 	// Login counts a password sign-in by outcome: LoginSucceeded,
 	// LoginFailed, LoginLocked, LoginMFARequired or LoginError.
 	Login func(outcome string)
-	// Lockout counts a user locked by one wrong password too many.
+	// Lockout counts a user, or an address no user holds, locked by one
+	// wrong password too many.
 	Lockout func()
 }
 
@@ -94,6 +95,17 @@ func (l lockoutCounter) RecordLoginFailure(ctx context.Context, userID string, t
 	// A counted failure that locked leaves the user locked; a wrong
 	// password is rare enough that this second read costs nothing.
 	if locked, lerr := l.Store.LockedUntil(ctx, userID); lerr == nil && locked != nil {
+		l.m.Lockout()
+	}
+	return counted, until, err
+}
+
+func (l lockoutCounter) RecordAddressFailure(ctx context.Context, email string, threshold int, lockFor time.Duration) (bool, time.Time, error) {
+	counted, until, err := l.Store.RecordAddressFailure(ctx, email, threshold, lockFor)
+	if err != nil || !counted {
+		return counted, until, err
+	}
+	if locked, lerr := l.Store.AddressLockedUntil(ctx, email); lerr == nil && locked != nil {
 		l.m.Lockout()
 	}
 	return counted, until, err

@@ -124,6 +124,9 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (User, error) 
 }
 
 // Login checks a password and opens a session, returning its signed token.
+// Failures are counted per submitted address whether or not a user holds
+// it, and a disabled user's right password counts as a failure, so the
+// lockout answers an unknown, a disabled and a registered address alike.
 // Errors: CodeUnauthorized (unknown address, wrong password, disabled
 // user: one answer for all), CodeLocked (with RetryAfter).
 func (s *Service) Login(ctx context.Context, email, password string) (token string, sess Session, err error) {
@@ -136,6 +139,9 @@ func (s *Service) Login(ctx context.Context, email, password string) (token stri
 	switch {
 	case errors.Is(err, ErrUserNotFound):
 		cred = Credentials{}
+		if cred.LockedUntil, err = s.store.AddressLockedUntil(ctx, email); err != nil {
+			return "", Session{}, err
+		}
 	case err != nil:
 		return "", Session{}, err
 	}
@@ -146,18 +152,8 @@ func (s *Service) Login(ctx context.Context, email, password string) (token stri
 	if err != nil {
 		return "", Session{}, err
 	}
-	if cred.UserID == "" || cred.Disabled {
-		return "", Session{}, ErrUnauthorized
-	}
-	if !ok {
-		counted, until, err := s.store.RecordLoginFailure(ctx, cred.UserID, s.opts.LockoutThreshold, s.opts.LockoutDuration)
-		if err != nil {
-			return "", Session{}, err
-		}
-		if !counted {
-			return "", Session{}, LockedError(until, s.opts.Now())
-		}
-		return "", Session{}, ErrUnauthorized
+	if !ok || cred.UserID == "" || cred.Disabled {
+		return "", Session{}, s.loginFailed(ctx, cred.UserID, email)
 	}
 	if st, err := s.store.MFAState(ctx, cred.UserID); err != nil {
 		return "", Session{}, err
@@ -184,6 +180,29 @@ func (s *Service) Login(ctx context.Context, email, password string) (token stri
 		SID: sess.ID,
 	})
 	return token, sess, err
+}
+
+// loginFailed counts a failed sign-in, for the user when one holds the
+// address and for the address otherwise, and returns the answer: the
+// same 401 for both, or the lockout once the count reaches the threshold.
+func (s *Service) loginFailed(ctx context.Context, userID, email string) error {
+	var (
+		counted bool
+		until   time.Time
+		err     error
+	)
+	if userID != "" {
+		counted, until, err = s.store.RecordLoginFailure(ctx, userID, s.opts.LockoutThreshold, s.opts.LockoutDuration)
+	} else {
+		counted, until, err = s.store.RecordAddressFailure(ctx, email, s.opts.LockoutThreshold, s.opts.LockoutDuration)
+	}
+	if err != nil {
+		return err
+	}
+	if !counted {
+		return LockedError(until, s.opts.Now())
+	}
+	return ErrUnauthorized
 }
 
 // Authenticate resolves a bearer token to its principal: signature,

@@ -48,6 +48,13 @@ type Store interface {
 	// user for lockFor when the count reaches threshold. counted is false
 	// when the user was already locked (lockedUntil then says until when).
 	RecordLoginFailure(ctx context.Context, userID string, threshold int, lockFor time.Duration) (counted bool, lockedUntil time.Time, err error)
+	// AddressLockedUntil returns when the lockout of an address no user
+	// holds ends (nil when not locked).
+	AddressLockedUntil(ctx context.Context, email string) (*time.Time, error)
+	// RecordAddressFailure is RecordLoginFailure for a sign-in at an
+	// address no user holds: the failures are counted for the address, so
+	// it locks exactly as a user does.
+	RecordAddressFailure(ctx context.Context, email string, threshold int, lockFor time.Duration) (counted bool, lockedUntil time.Time, err error)
 	// StartSession resets the failure count, replaces the password hash
 	// when rehash is not empty, and opens a session lasting ttl, unless the
 	// user became locked meanwhile. Errors: the locked error.

@@ -26,7 +26,7 @@ func domainMetrics(m *observe.Metrics) *identity.Metrics {
 		"Password sign-ins by outcome.", "outcome"),
 		identity.LoginSucceeded, identity.LoginFailed, identity.LoginLocked, identity.LoginMFARequired, identity.LoginError)
 	lockouts := m.Counter("platform_identity_lockouts_total",
-		"Users locked by one wrong password or code too many.").WithLabelValues()
+		"Users, and addresses no user holds, locked by one wrong password or code too many.").WithLabelValues()
 	return &identity.Metrics{
 		HashQueued: func(d time.Duration) { queued.Observe(d.Seconds()) },
 		Hashed:     func(d time.Duration) { hashed.Observe(d.Seconds()) },

@@ -170,6 +170,63 @@ func (s *Store) RecordLoginFailure(ctx context.Context, userID string, threshold
 	return counted, until, err
 }
 
+// addressDigest is the key of an address in login_failures.
+func addressDigest(email string) string {
+	return identity.TokenDigest("login-failures:" + email)
+}
+
+// AddressLockedUntil implements identity.Store.
+func (s *Store) AddressLockedUntil(ctx context.Context, email string) (*time.Time, error) {
+	var locked sql.NullTime
+	err := s.db.QueryRow(ctx, `SELECT locked_until FROM login_failures WHERE address_digest = $1 AND locked_until > $2`,
+		addressDigest(email), sqldb.Timestamp(s.db.Now())).Scan(&locked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return timePtr(locked), err
+}
+
+// RecordAddressFailure implements identity.Store with one upsert that
+// counts as RecordLoginFailure's UPDATE does: the first failure inserts
+// the row, and a failure while the address is locked matches nothing.
+func (s *Store) RecordAddressFailure(ctx context.Context, email string, threshold int, lockFor time.Duration) (bool, time.Time, error) {
+	var (
+		counted bool
+		until   time.Time
+	)
+	key := addressDigest(email)
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		// The first failure's row: counted, or locked at once when the
+		// threshold is one.
+		first, firstLock := 1, sql.NullTime{}
+		if threshold <= 1 {
+			first, firstLock = 0, sql.NullTime{Time: tx.Now.Add(lockFor), Valid: true}
+		}
+		res, err := tx.Exec(ctx, `
+			INSERT INTO login_failures (address_digest, failed_logins, locked_until, updated_at) VALUES ($1, $5, $6, $4)
+			ON CONFLICT (address_digest) DO UPDATE SET
+				locked_until  = CASE WHEN login_failures.failed_logins + 1 >= $2 THEN $3 ELSE login_failures.locked_until END,
+				failed_logins = CASE WHEN login_failures.failed_logins + 1 >= $2 THEN 0 ELSE login_failures.failed_logins + 1 END,
+				updated_at    = $4
+			WHERE login_failures.locked_until IS NULL OR login_failures.locked_until <= $4`,
+			key, threshold, tx.Now.Add(lockFor), tx.Now, first, firstLock)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			counted = true
+			return nil
+		}
+		var locked sql.NullTime
+		if err := tx.QueryRow(ctx, `SELECT locked_until FROM login_failures WHERE address_digest = $1`, key).Scan(&locked); err != nil {
+			return err
+		}
+		until = locked.Time
+		return nil
+	})
+	return counted, until, err
+}
+
 // StartSession implements identity.Store.
 func (s *Store) StartSession(ctx context.Context, userID string, ttl time.Duration, rehash string) (identity.Session, error) {
 	var sess identity.Session

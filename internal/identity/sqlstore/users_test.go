@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"database/sql"
 	"errors"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -319,21 +320,65 @@ func TestLockout(t *testing.T) {
 	})
 }
 
-func TestLockoutUnknownAddressLocksNothing(t *testing.T) {
+// TestLockoutAnswersAlike: failures are counted per submitted address, so
+// a registered, an unknown and a disabled address lock after the same
+// number of failures and answer every attempt with the same error; the
+// lockout cannot tell which exist.
+func TestLockoutAnswersAlike(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
-		env := identitytest.New(t, engine, identitytest.Config{LockoutThreshold: 2})
+		const threshold = 3
+		env := identitytest.New(t, engine, identitytest.Config{LockoutThreshold: threshold, LockoutDuration: 15 * time.Minute})
 		env.Register(t, "ada@example.com")
-		writesNothing(t, env, func() {
-			for i := 0; i < 5; i++ {
-				if _, _, err := env.Service.Login(ctx, "nobody@example.com", "wrong password"); !errors.Is(err, identity.ErrUnauthorized) {
-					t.Fatalf("unknown address: %v, want ErrUnauthorized", err)
-				}
+		env.Register(t, "bob@example.com")
+		env.Register(t, "off@example.com")
+		if _, err := env.DB.Exec(ctx, `UPDATE users SET disabled_at = $1 WHERE email = 'off@example.com'`, env.Clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		// answers are the errors of threshold+1 wrong passwords, then the
+		// right one, then a wrong one once the lock has expired.
+		answers := func(email string) []error {
+			start := env.Clock.Now()
+			defer env.Clock.Set(start)
+			var out []error
+			for range threshold + 1 {
+				_, _, err := env.Service.Login(ctx, email, "wrong password")
+				out = append(out, err)
 			}
-		})
-		if n, until := failedLogins(t, env, "ada@example.com"); n != 0 || until != nil {
+			_, _, err := env.Service.Login(ctx, email, identitytest.Password)
+			out = append(out, err)
+			env.Clock.Advance(15 * time.Minute)
+			_, _, err = env.Service.Login(ctx, email, "wrong password")
+			return append(out, err)
+		}
+		want := answers("ada@example.com")
+		for i, err := range want {
+			switch {
+			case i < threshold || i == len(want)-1:
+				wantCode(t, err, identity.CodeUnauthorized)
+			default:
+				wantLocked(t, err, 15*time.Minute)
+			}
+		}
+		for _, email := range []string{"nobody@example.com", " NoBody2@Example.com ", "off@example.com", "not an address"} {
+			t.Run(strings.TrimSpace(email), func(t *testing.T) {
+				got := answers(email)
+				for i := range want {
+					g, _ := errs.As(got[i])
+					w, _ := errs.As(want[i])
+					if !reflect.DeepEqual(g, w) {
+						t.Errorf("attempt %d: %v, the registered address's answer %v", i+1, got[i], want[i])
+					}
+				}
+			})
+		}
+		if n, until := failedLogins(t, env, "bob@example.com"); n != 0 || until != nil {
 			t.Errorf("another user's count changed: %d, %v", n, until)
 		}
-		env.Login(t, "ada@example.com")
+		env.Login(t, "bob@example.com")
+		var clear int
+		if err := env.DB.QueryRow(ctx, `SELECT count(*) FROM login_failures WHERE address_digest LIKE '%example%'`).Scan(&clear); err != nil || clear != 0 {
+			t.Errorf("login_failures keeps %d addresses in the clear (%v)", clear, err)
+		}
 	})
 }
 
