@@ -8,7 +8,8 @@ import (
 
 // RequestEmailChange mails a confirmation link to the new address once the
 // password is proven. An address another user holds gets the same answer
-// and no mail, so the form cannot probe who is registered. Errors:
+// and no mail, so the form cannot probe who is registered; so does a
+// request past the mail limits (per new address and per user). Errors:
 // CodeValidation (email invalid, password required), CodeInvalidCredentials
 // (counted toward lockout), CodeLocked.
 func (s *Service) RequestEmailChange(ctx context.Context, p Principal, email, password string) error {
@@ -32,7 +33,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, p Principal, email, pa
 	if err != nil {
 		return err
 	}
-	return s.store.IssueEmailChange(ctx, p.User.ID, tok, mail)
+	return s.store.IssueEmailChange(ctx, p.User.ID, tok, s.limited(mail, p.User.ID))
 }
 
 // ConfirmEmailChange moves the user to the address the token was sent to

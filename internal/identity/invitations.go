@@ -63,11 +63,14 @@ func (s *Service) DeclineInvitation(ctx context.Context, p Principal, token stri
 	return s.store.DeclineInvitation(ctx, TokenDigest(token), p.User.ID)
 }
 
-// invitationMail is the invitation's message to its address.
+// invitationMail is the invitation's message to its address, within the
+// mail limits per address and per inviting user: past them the invitation
+// is made (or resent) and its token returned as usual, but no mail goes.
 func (s *Service) invitationMail(p Principal, email, token string) (OutgoingMail, error) {
-	return s.mail.Mail(TemplateInvitation, email, map[string]string{
+	m, err := s.mail.Mail(TemplateInvitation, email, map[string]string{
 		"link":          s.link("/invitations/accept", token),
 		"account_name":  p.Account.Name,
 		"inviter_email": p.User.Email,
 	})
+	return s.limited(m, p.User.ID), err
 }

@@ -35,6 +35,35 @@ type OutgoingMail struct {
 	Sealed    []byte
 	CreatedAt time.Time
 	Attempts  int
+	// Limits bound mail sent on a caller's behalf: the store queues the
+	// mail only while every limit holds, counting the request against
+	// each in the same transaction. Not stored with the mail.
+	Limits []MailLimit
+}
+
+// MailLimit is at most Max mails under Key (a recipient address or a
+// sender, and the kind of mail) in each Window.
+type MailLimit struct {
+	Key    string
+	Max    int
+	Window time.Duration
+}
+
+// Defaults of the mail limits (Options).
+const (
+	DefaultMailPerAddress = 3
+	DefaultMailPerUser    = 30
+	DefaultMailWindow     = time.Hour
+)
+
+// limited returns m bounded per recipient address and, when userID is not
+// empty, per user causing it, both counted per kind of mail.
+func (s *Service) limited(m OutgoingMail, userID string) OutgoingMail {
+	m.Limits = []MailLimit{{Key: m.Template + " to " + m.To, Max: s.opts.MailPerAddress, Window: s.opts.MailWindow}}
+	if userID != "" {
+		m.Limits = append(m.Limits, MailLimit{Key: m.Template + " by " + userID, Max: s.opts.MailPerUser, Window: s.opts.MailWindow})
+	}
+	return m
 }
 
 // MailSealer seals and opens the template data of outgoing mail.

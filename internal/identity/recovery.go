@@ -9,10 +9,12 @@ import (
 	"github.com/platformco/platform/internal/errs"
 )
 
-// RequestPasswordReset mails a reset link when a user has email. The
-// answer is the same for any address, and so is the work: both paths
-// spend one password hash, which outweighs the lookup and the write, so
-// the time taken does not tell a registered address from another.
+// RequestPasswordReset mails a reset link when a user has email, at most
+// MailPerAddress in MailWindow. The answer is the same for any address,
+// and so is the work: both paths spend one password hash, which outweighs
+// the lookup and the write, so the time taken does not tell a registered
+// address from another; past the limit the answer is the same again and
+// nothing is sent.
 func (s *Service) RequestPasswordReset(ctx context.Context, email string) error {
 	email = NormalizeEmail(email)
 	var f errs.Fields
@@ -28,7 +30,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email string) error 
 	if err != nil {
 		return err
 	}
-	_, err = s.store.IssuePasswordReset(ctx, tok, mail)
+	_, err = s.store.IssuePasswordReset(ctx, tok, s.limited(mail, ""))
 	return err
 }
 

@@ -34,6 +34,16 @@ type Options struct {
 	MasterKey []byte
 	// Metrics receives sign-in outcomes and lockouts; nil records none.
 	Metrics *Metrics
+	// MailPerAddress bounds the mails of one kind (password reset, email
+	// change confirmation, verification resend, invitation) sent to one
+	// address on a caller's behalf in MailWindow, and MailPerUser those
+	// one user causes (invitations, email change confirmations); beyond
+	// them the request is answered as usual and nothing is sent. Zero
+	// values take DefaultMailPerAddress, DefaultMailPerUser and
+	// DefaultMailWindow.
+	MailPerAddress int
+	MailPerUser    int
+	MailWindow     time.Duration
 }
 
 // Service is the identity service.
@@ -54,6 +64,15 @@ func NewService(store Store, hasher *Hasher, keys *KeyRing, opts Options) *Servi
 		opts.PublicURL = opts.Issuer
 	}
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
+	if opts.MailPerAddress <= 0 {
+		opts.MailPerAddress = DefaultMailPerAddress
+	}
+	if opts.MailPerUser <= 0 {
+		opts.MailPerUser = DefaultMailPerUser
+	}
+	if opts.MailWindow <= 0 {
+		opts.MailWindow = DefaultMailWindow
+	}
 	master := opts.MasterKey
 	if len(master) != 32 {
 		master = make([]byte, 32)

@@ -59,7 +59,9 @@ type LifecycleStore interface {
 	VerifyEmail(ctx context.Context, digest string) (User, error)
 	// IssueVerification stores a new verification token and its mail for
 	// userID unless one went out less than gap ago (a rate-limit error with
-	// RetryAfter) or the address is verified (ErrAlreadyVerified).
+	// RetryAfter) or the address is verified (ErrAlreadyVerified). Past
+	// the mail's limits it writes neither and returns nil, as do the two
+	// methods below.
 	IssueVerification(ctx context.Context, userID string, tok OneTimeToken, gap time.Duration, mail OutgoingMail) error
 	// IssuePasswordReset stores a reset token and its mail when a user has
 	// tok.Email; for an unknown address it writes nothing. found says which.
@@ -113,7 +115,9 @@ func (s *Service) VerifyEmail(ctx context.Context, token string) (User, error) {
 }
 
 // ResendVerification mails the principal a new verification link; earlier
-// links stay valid until they expire. Errors: CodeRateLimited (with
+// links stay valid until they expire. Past MailPerAddress resends in
+// MailWindow the answer is the same and nothing is sent (the address is
+// not proven to be the caller's). Errors: CodeRateLimited (with
 // RetryAfter), CodeConflict (already verified).
 func (s *Service) ResendVerification(ctx context.Context, p Principal) error {
 	if p.User.EmailVerifiedAt != nil {
@@ -124,7 +128,7 @@ func (s *Service) ResendVerification(ctx context.Context, p Principal) error {
 	if err != nil {
 		return err
 	}
-	return s.store.IssueVerification(ctx, p.User.ID, tok, VerificationResendGap, mail)
+	return s.store.IssueVerification(ctx, p.User.ID, tok, VerificationResendGap, s.limited(mail, ""))
 }
 
 // RateLimitedError is the answer to a request made again too soon.

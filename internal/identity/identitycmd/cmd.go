@@ -38,6 +38,11 @@ type Config struct {
 	SessionTTL       time.Duration `env:"IDENTITY_SESSION_TTL, default=12h" rule:"positive"`
 	LockoutThreshold int           `env:"IDENTITY_LOCKOUT_THRESHOLD, default=5" rule:"positive"`
 	LockoutDuration  time.Duration `env:"IDENTITY_LOCKOUT_DURATION, default=15m" rule:"positive"`
+	// MailPerAddress, MailPerUser and MailWindow bound the mail sent on a
+	// caller's behalf (identity.Options).
+	MailPerAddress int           `env:"IDENTITY_MAIL_PER_ADDRESS, default=3" rule:"positive"`
+	MailPerUser    int           `env:"IDENTITY_MAIL_PER_USER, default=30" rule:"positive"`
+	MailWindow     time.Duration `env:"IDENTITY_MAIL_WINDOW, default=1h" rule:"positive"`
 	// HashConcurrency bounds the password hashes run at once, and so
 	// argon2's memory (19 MiB a hash); 0 is one per core
 	// (identity.DefaultHashConcurrency).
@@ -165,6 +170,9 @@ func newService(ctx context.Context, cfg Config, db *sqldb.DB, m *identity.Metri
 		PublicURL:        cfg.PublicURL,
 		MasterKey:        cfg.MasterKey,
 		Metrics:          m,
+		MailPerAddress:   cfg.MailPerAddress,
+		MailPerUser:      cfg.MailPerUser,
+		MailWindow:       cfg.MailWindow,
 	})
 	return svc, ring, nil
 }

@@ -68,6 +68,8 @@ type Config struct {
 	LockoutThreshold int                 // 5
 	LockoutDuration  time.Duration       // 15m
 	SessionTTL       time.Duration       // 12h
+	MailPerAddress   int                 // identity.DefaultMailPerAddress
+	MailPerUser      int                 // identity.DefaultMailPerUser
 }
 
 // Env is a service over its own database.
@@ -122,6 +124,8 @@ func New(t testing.TB, engine sqldb.Engine, cfg Config) *Env {
 		LockoutThreshold: cfg.LockoutThreshold,
 		LockoutDuration:  cfg.LockoutDuration,
 		Now:              clock.Now,
+		MailPerAddress:   cfg.MailPerAddress,
+		MailPerUser:      cfg.MailPerUser,
 	}
 	svc := identity.NewService(store, identity.NewHasher(cfg.Hash, 0), ring, opts)
 	return &Env{Engine: engine, DB: db, Store: store, Keys: keys, Ring: ring, Service: svc, Clock: clock, MasterKey: master, Options: opts}

@@ -335,7 +335,7 @@ func (s *Store) CreateInvitation(ctx context.Context, inv identity.Invitation, d
 		if err != nil {
 			return err
 		}
-		if err := insertMail(ctx, tx, mail); err != nil {
+		if err := insertMailWithin(ctx, tx, mail); err != nil {
 			return err
 		}
 		return writeEvents(ctx, tx, identity.MemberInvited(inv, invitedBy))

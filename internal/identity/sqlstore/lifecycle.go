@@ -21,6 +21,39 @@ func insertToken(ctx context.Context, tx *sqldb.Tx, userID string, tok identity.
 	return err
 }
 
+// mailAllowed counts one request against each of m's limits and reports
+// whether all of them still hold. Each count is one upsert of its row in
+// mail_quota (a fixed window that restarts once Window has passed since it
+// began), so concurrent requests are counted exactly on both engines.
+// Requests past a limit are counted too; they send nothing.
+func mailAllowed(ctx context.Context, tx *sqldb.Tx, m identity.OutgoingMail) (bool, error) {
+	allowed := true
+	for _, l := range m.Limits {
+		var sent int
+		err := tx.QueryRow(ctx, `
+			INSERT INTO mail_quota (key_digest, window_start, sent) VALUES ($1, $2, 1)
+			ON CONFLICT (key_digest) DO UPDATE SET
+				sent         = CASE WHEN mail_quota.window_start <= $3 THEN 1 ELSE mail_quota.sent + 1 END,
+				window_start = CASE WHEN mail_quota.window_start <= $3 THEN $2 ELSE mail_quota.window_start END
+			RETURNING sent`, identity.TokenDigest("mail-quota:"+l.Key), tx.Now, tx.Now.Add(-l.Window)).Scan(&sent)
+		if err != nil {
+			return false, err
+		}
+		allowed = allowed && sent <= l.Max
+	}
+	return allowed, nil
+}
+
+// insertMailWithin queues m when mailAllowed says so, and otherwise
+// drops it.
+func insertMailWithin(ctx context.Context, tx *sqldb.Tx, m identity.OutgoingMail) error {
+	ok, err := mailAllowed(ctx, tx, m)
+	if !ok || err != nil {
+		return err
+	}
+	return insertMail(ctx, tx, m)
+}
+
 // insertMail queues a mail for the relay, due at once.
 func insertMail(ctx context.Context, tx *sqldb.Tx, m identity.OutgoingMail) error {
 	_, err := tx.Exec(ctx, `
@@ -161,6 +194,9 @@ func (s *Store) IssueVerification(ctx context.Context, userID string, tok identi
 			}
 			return identity.RateLimitedError(sent.Time.Add(gap).Sub(tx.Now))
 		}
+		if ok, err := mailAllowed(ctx, tx, mail); !ok || err != nil {
+			return err
+		}
 		if err := insertToken(ctx, tx, userID, tok); err != nil {
 			return err
 		}
@@ -181,6 +217,9 @@ func (s *Store) IssuePasswordReset(ctx context.Context, tok identity.OneTimeToke
 			return err
 		}
 		found = true
+		if ok, err := mailAllowed(ctx, tx, mail); !ok || err != nil {
+			return err
+		}
 		if err := insertToken(ctx, tx, userID, tok); err != nil {
 			return err
 		}
@@ -256,6 +295,9 @@ func (s *Store) IssueEmailChange(ctx context.Context, userID string, tok identit
 		}
 		if taken > 0 {
 			return nil
+		}
+		if ok, err := mailAllowed(ctx, tx, mail); !ok || err != nil {
+			return err
 		}
 		if err := insertToken(ctx, tx, userID, tok); err != nil {
 			return err

@@ -222,7 +222,7 @@ func (s *Store) ResendInvitation(ctx context.Context, accountID, invitationID, d
 		if err != nil {
 			return err
 		}
-		if err := insertMail(ctx, tx, m); err != nil {
+		if err := insertMailWithin(ctx, tx, m); err != nil {
 			return err
 		}
 		return writeEvents(ctx, tx, identity.MemberInvited(inv, by))
