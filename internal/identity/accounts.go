@@ -43,9 +43,8 @@ func (s *Service) ListAccounts(ctx context.Context, p Principal, page PageReques
 // derived from the name. Errors: CodeValidation (name too_short, too_long,
 // invalid), CodeConflict (the handle is taken; never suffixed).
 func (s *Service) CreateAccount(ctx context.Context, p Principal, name string) (Account, error) {
-	name = normalizeText(name)
 	var f errs.Fields
-	checkAccountName(&f, name)
+	name = checkAccountName(&f, name)
 	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
 		return Account{}, err
 	}
@@ -59,9 +58,8 @@ func (s *Service) RenameAccount(ctx context.Context, p Principal, name string) (
 	if err := Authorize(p, MinRoleRename); err != nil {
 		return Account{}, err
 	}
-	name = normalizeText(name)
 	var f errs.Fields
-	checkAccountName(&f, name)
+	name = checkAccountName(&f, name)
 	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
 		return Account{}, err
 	}

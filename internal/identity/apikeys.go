@@ -104,14 +104,14 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, in CreateAPIKey
 	if err := Authorize(p, MinRoleAPIKeys); err != nil {
 		return APIKey{}, err
 	}
-	name := normalizeText(in.Name)
+	name, nameOK := normalizeName(in.Name)
 	var f errs.Fields
 	switch {
 	case name == "":
 		f.Add("name", RuleRequired)
 	case utf8.RuneCountInString(name) > NameMax:
 		f.Add("name", RuleTooLong)
-	case hasControl(name):
+	case !nameOK:
 		f.Add("name", RuleInvalid)
 	}
 	scopes, ok := ParseScopes(in.Scopes)

@@ -132,10 +132,16 @@ func TestAccountNameRules(t *testing.T) {
 		{"Acme\u2028Corp", RuleInvalid}, // a line separator breaks the line a name is shown on
 		{"Acme\u202eCorp", RuleInvalid}, // a bidi override makes the name read as another
 		{"Ac\u200bme", RuleInvalid},     // zero-width: looks like "Acme"
+		{"Zo\u00eb", ""},
+		{"東京チーム Tokyo", ""},
+		{"\u3164", RuleInvalid},                   // Hangul filler: a letter that shows as nothing
+		{"Acme\ufe0f", RuleInvalid},               // variation selector: invisible after a letter
+		{"\u0410cme", RuleInvalid},                // Cyrillic А: looks like "Acme"
+		{"\uff21\uff43\uff4d\uff45", RuleInvalid}, // fullwidth: looks like "Acme"
 	}
 	for _, tt := range tests {
 		var f errs.Fields
-		checkAccountName(&f, tt.name)
+		_ = checkAccountName(&f, tt.name)
 		got := ""
 		if len(f) > 0 {
 			got = f[0].Code

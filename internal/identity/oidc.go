@@ -228,14 +228,14 @@ func RegisterOIDCClient(ctx context.Context, store OIDCStore, p Principal, in Re
 	if err := Authorize(p, MinRoleInvite); err != nil {
 		return OIDCClient{}, "", err
 	}
-	name := normalizeText(in.Name)
+	name, nameOK := normalizeName(in.Name)
 	var f errs.Fields
 	switch n := utf8.RuneCountInString(name); {
 	case n == 0:
 		f.Add("name", RuleRequired)
 	case n > NameMax:
 		f.Add("name", RuleTooLong)
-	case hasControl(name):
+	case !nameOK:
 		f.Add("name", RuleInvalid)
 	}
 	switch {

@@ -106,14 +106,14 @@ type RegisterInput struct {
 // (address taken; the wording does not confirm it).
 func (s *Service) Register(ctx context.Context, in RegisterInput) (User, error) {
 	email := NormalizeEmail(in.Email)
-	display := normalizeText(in.DisplayName)
+	display, displayOK := normalizeName(in.DisplayName)
 	var f errs.Fields
 	checkEmail(&f, email)
 	checkPassword(&f, in.Password)
 	switch {
 	case utf8.RuneCountInString(display) > DisplayNameMax:
 		f.Add("display_name", RuleTooLong)
-	case hasControl(display):
+	case !displayOK:
 		f.Add("display_name", RuleInvalid)
 	}
 	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {

@@ -72,23 +72,38 @@ func checkPassword(f *errs.Fields, pw string) {
 
 // hasControl reports whether s holds a character no text field takes
 // (textrule: controls, bidi controls, zero-width and other invisible
-// characters): no name needs one, a bidi override makes a name read as
-// another, and PostgreSQL cannot store NUL in text at all (the write would
-// fail as an internal error instead of a field error).
+// characters): a bidi override makes a query read as another, and
+// PostgreSQL cannot store NUL in text at all (the write would fail as an
+// internal error instead of a field error).
 func hasControl(s string) bool {
 	_, err := textrule.Text(s, false)
 	return err != nil
 }
 
-// checkAccountName validates a trimmed account name and the slug it
-// derives.
-func checkAccountName(f *errs.Fields, name string) {
+// normalizeName puts a name (an account's, a display name, an API key's
+// or a client's) in the form identity stores, textrule.Name's: trimmed,
+// NFC, runs of spaces made one. ok is false when the name breaks
+// textrule's name rules (invisible or control characters, fullwidth or
+// other compatibility characters, a word mixing scripts such as "Аcme"
+// with a Cyrillic "А"); name is then only trimmed, for the length rules.
+func normalizeName(s string) (name string, ok bool) {
+	v, err := textrule.Name(s)
+	if err != nil {
+		return normalizeText(s), false
+	}
+	return v, true
+}
+
+// checkAccountName validates an account name and returns the form to
+// store, from which the slug derives.
+func checkAccountName(f *errs.Fields, raw string) string {
+	name, ok := normalizeName(raw)
 	switch n := utf8.RuneCountInString(name); {
 	case n == 0:
 		f.Add("name", RuleTooShort)
 	case n > NameMax:
 		f.Add("name", RuleTooLong)
-	case hasControl(name):
+	case !ok:
 		f.Add("name", RuleInvalid)
 	case Slugify(name, SlugMax) == "":
 		// Nothing ASCII survives (a name in another script only): there is
@@ -96,6 +111,7 @@ func checkAccountName(f *errs.Fields, name string) {
 		// that two names deriving one handle collide.
 		f.Add("name", RuleInvalid)
 	}
+	return name
 }
 
 // Slugify derives a handle from s: accents folded to ASCII where possible,

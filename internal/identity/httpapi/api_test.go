@@ -414,29 +414,54 @@ func TestRenameAppliesTheHandleRule(t *testing.T) {
 }
 
 // TestTextRules: text is stored in NFC, and every text field refuses
-// control, bidi-control and zero-width characters, and addresses mixing
-// scripts, with a 422 naming the field.
+// control, bidi-control, zero-width and other default-ignorable
+// characters; names also refuse fullwidth and other compatibility
+// characters and words mixing scripts, and addresses the same in their
+// local part or a domain label: a 422 naming the field, never a 500.
 func TestTextRules(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		s := newServer(t, engine, identitytest.Config{})
 		_, owner := s.signUp(t, "owner@example.com")
 		acc := s.do(t, "POST", "/v1/accounts", map[string]string{"name": "Acme"}, bearer(owner)).want(t, http.StatusCreated).object(t)["id"].(string)
 		pw := identitytest.Password
+		keys := "/v1/accounts/" + acc + "/api_keys"
 		tests := []struct {
 			name, method, path string
-			body               map[string]string
+			body               any
 			field              string
 		}{
 			{"ErrEmailMixedScripts", "POST", "/v1/users", map[string]string{"email": "\u0430lice@example.com", "password": pw}, "email"},
 			{"ErrEmailDomainMixedScripts", "POST", "/v1/users", map[string]string{"email": "alice@ex\u0430mple.com", "password": pw}, "email"},
 			{"ErrEmailRightToLeftOverride", "POST", "/v1/users", map[string]string{"email": "alice\u202e@example.com", "password": pw}, "email"},
 			{"ErrEmailZeroWidth", "POST", "/v1/users", map[string]string{"email": "al\u200bice@example.com", "password": pw}, "email"},
+			{"ErrEmailHangulFiller", "POST", "/v1/users", map[string]string{"email": "al\u3164ice@example.com", "password": pw}, "email"},
+			{"ErrEmailVariationSelector", "POST", "/v1/users", map[string]string{"email": "alice\ufe0f@example.com", "password": pw}, "email"},
+			{"ErrEmailFullwidth", "POST", "/v1/users", map[string]string{"email": "\uff41\uff4c\uff49\uff43\uff45@example.com", "password": pw}, "email"},
+			{"ErrEmailFullwidthUpperCase", "POST", "/v1/users", map[string]string{"email": "\uff21\uff2c\uff29\uff23\uff25@example.com", "password": pw}, "email"},
+			{"ErrEmailFullwidthDomain", "POST", "/v1/users", map[string]string{"email": "alice@\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45.com", "password": pw}, "email"},
+			{"ErrEmailFullwidthAt", "POST", "/v1/users", map[string]string{"email": "alice\uff20example.com", "password": pw}, "email"},
 			{"ErrDisplayNameBidiOverride", "POST", "/v1/users", map[string]string{"email": "dn@example.com", "password": pw, "display_name": "Ada\u202eecalB"}, "display_name"},
 			{"ErrDisplayNameZeroWidth", "POST", "/v1/users", map[string]string{"email": "dn@example.com", "password": pw, "display_name": "A\u200dda"}, "display_name"},
+			{"ErrDisplayNameHangulFiller", "POST", "/v1/users", map[string]string{"email": "dn@example.com", "password": pw, "display_name": "\u3164"}, "display_name"},
+			{"ErrDisplayNameMixedScripts", "POST", "/v1/users", map[string]string{"email": "dn@example.com", "password": pw, "display_name": "\u0410da"}, "display_name"},
+			{"ErrDisplayNameFullwidth", "POST", "/v1/users", map[string]string{"email": "dn@example.com", "password": pw, "display_name": "\uff21\uff44\uff41"}, "display_name"},
 			{"ErrAccountNameZeroWidth", "POST", "/v1/accounts", map[string]string{"name": "Ac\u200bme Two"}, "name"},
 			{"ErrAccountNameBidiIsolate", "POST", "/v1/accounts", map[string]string{"name": "Acme \u2067Two"}, "name"},
+			{"ErrAccountNameHangulFiller", "POST", "/v1/accounts", map[string]string{"name": "Acme\u3164Two"}, "name"},
+			{"ErrAccountNameVariationSelector", "POST", "/v1/accounts", map[string]string{"name": "Acme\ufe0f Two"}, "name"},
+			{"ErrAccountNameVariationSelectorSupplement", "POST", "/v1/accounts", map[string]string{"name": "Acme Two\U000e0100"}, "name"},
+			{"ErrAccountNameCombiningGraphemeJoiner", "POST", "/v1/accounts", map[string]string{"name": "Ac\u034fme Two"}, "name"},
+			{"ErrAccountNameMixedScripts", "POST", "/v1/accounts", map[string]string{"name": "\u0410cme Two"}, "name"},
+			{"ErrAccountNameFullwidth", "POST", "/v1/accounts", map[string]string{"name": "\uff21\uff43\uff4d\uff45 Two"}, "name"},
 			{"ErrRenameZeroWidth", "PATCH", "/v1/accounts/" + acc, map[string]string{"name": "Acme\ufeff"}, "name"},
+			{"ErrRenameMixedScripts", "PATCH", "/v1/accounts/" + acc, map[string]string{"name": "\u0410cme"}, "name"},
+			{"ErrRenameFullwidth", "PATCH", "/v1/accounts/" + acc, map[string]string{"name": "\uff21\uff43\uff4d\uff45"}, "name"},
 			{"ErrInvitationEmailMixedScripts", "POST", "/v1/accounts/" + acc + "/invitations", map[string]string{"email": "b\u03bfb@example.com", "role": "member"}, "email"},
+			{"ErrInvitationEmailFullwidth", "POST", "/v1/accounts/" + acc + "/invitations", map[string]string{"email": "\uff42\uff4f\uff42@example.com", "role": "member"}, "email"},
+			{"ErrEmailChangeFullwidth", "POST", "/v1/me/email", map[string]string{"email": "\uff4f\uff57\uff4e\uff45\uff52@example.com", "password": pw}, "email"},
+			{"ErrEmailChangeMixedScripts", "POST", "/v1/me/email", map[string]string{"email": "\u043ewner@example.com", "password": pw}, "email"},
+			{"ErrAPIKeyNameMixedScripts", "POST", keys, map[string]any{"name": "\u0441i", "scopes": []string{"account:read"}}, "name"},
+			{"ErrAPIKeyNameHangulFiller", "POST", keys, map[string]any{"name": "\u3164", "scopes": []string{"account:read"}}, "name"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -445,6 +470,15 @@ func TestTextRules(t *testing.T) {
 					t.Errorf("errors = %s, want %s:invalid", got, tt.field)
 				}
 			})
+		}
+		// Names in one script, or with words in scripts that may combine,
+		// stay valid.
+		for _, name := range []string{"Zo\u00eb & Co", "東京チーム Tokyo", "Beta Россия"} {
+			s.do(t, "POST", "/v1/accounts", map[string]string{"name": name}, bearer(owner)).want(t, http.StatusCreated)
+		}
+		s.do(t, "POST", "/v1/users", map[string]string{"email": "tokyo@example.com", "password": pw, "display_name": "東京チーム"}).want(t, http.StatusCreated)
+		if n := s.env.Count(t, "users"); n != 2 {
+			t.Errorf("%d users, want 2: a refused sign-up wrote one", n)
 		}
 		// A decomposed é is the same address as a precomposed one.
 		s.do(t, "POST", "/v1/users", map[string]string{"email": "jose\u0301@example.com", "password": pw, "display_name": "Jose\u0301"}).want(t, http.StatusCreated)

@@ -69,6 +69,10 @@ func TestOIDCClientRegistration(t *testing.T) {
 			{"Relative", map[string]any{"name": "x", "redirect_uris": []string{"/cb"}}},
 			{"UnknownScope", map[string]any{"name": "x", "redirect_uris": []string{"https://a.example/cb"}, "scopes": []string{"openid", "admin"}}},
 			{"NoAuthorizationCode", map[string]any{"name": "x", "redirect_uris": []string{"https://a.example/cb"}, "grant_types": []string{"refresh_token"}}},
+			{"NameFullwidth", map[string]any{"name": "\uff33\uff48\uff4f\uff50", "redirect_uris": []string{"https://a.example/cb"}}},
+			{"NameMixedScripts", map[string]any{"name": "\u0405hop", "redirect_uris": []string{"https://a.example/cb"}}},
+			{"NameVariationSelector", map[string]any{"name": "Shop\ufe0e", "redirect_uris": []string{"https://a.example/cb"}}},
+			{"NameHangulFiller", map[string]any{"name": "\u3164", "redirect_uris": []string{"https://a.example/cb"}}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
