@@ -4,13 +4,13 @@ import (
 	"net/mail"
 	"net/url"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/language"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/textrule"
 )
 
 // Field rule codes answered in a 422's errors.
@@ -31,9 +31,15 @@ const (
 func NormalizeAddress(a string) string { return strings.ToLower(strings.TrimSpace(a)) }
 
 // validAddress reports whether a is one bare address (no display name, no
-// angle brackets), short enough for SMTP and free of control characters.
+// angle brackets), short enough for SMTP, and within the address rules
+// identity applies (textrule.Email: no invisible characters, nothing
+// fullwidth or outside the PRECIS IdentifierClass, no local part or
+// domain label mixing scripts).
 func validAddress(a string) bool {
-	if a == "" || len(a) > maxAddress || a != strings.TrimSpace(a) || hasControl(a) {
+	if a == "" || len(a) > maxAddress || a != strings.TrimSpace(a) {
+		return false
+	}
+	if _, err := textrule.Email(a); err != nil {
 		return false
 	}
 	p, err := mail.ParseAddress(a)
@@ -49,15 +55,12 @@ func validLink(s string) bool {
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && !hasControl(s)
 }
 
-// hasControl reports control, bidi-control and zero-width characters,
-// which have no place in a header or a one-line value.
+// hasControl reports what textrule refuses in a one-line value: control,
+// bidi-control, zero-width and other invisible characters, and invalid
+// UTF-8, which have no place in a header or a one-line value.
 func hasControl(s string) bool {
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u200b' || r == '\u200c' || r == '\u200d' || r == '\ufeff' {
-			return true
-		}
-	}
-	return false
+	_, err := textrule.Text(s, false)
+	return err != nil
 }
 
 // SendRequest is POST /v1/emails's body.

@@ -156,6 +156,10 @@ func TestAPI(t *testing.T) {
 			{"MalformedAddress", `{"template":"welcome","to":"nobody","data":{}}`},
 			{"MissingData", `{"template":"password_reset","to":"a@example.com","data":{}}`},
 			{"NullData", `{"template":"password_reset","to":"a@example.com","data":null}`},
+			{"MixedScriptAddress", `{"template":"welcome","to":"\u0430lice@example.com","data":{}}`},
+			{"FullwidthAddress", `{"template":"welcome","to":"\uff41\uff4c\uff49\uff43\uff45@example.com","data":{}}`},
+			{"FullwidthDomain", `{"template":"welcome","to":"alice@\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45.com","data":{}}`},
+			{"HangulFillerAddress", `{"template":"welcome","to":"al\u3164ice@example.com","data":{}}`},
 		} {
 			w := c.Code("POST", "/v1/emails", tt.body, 422, "validation_failed", svc)
 			if !strings.Contains(w.Body.String(), `"errors"`) {
@@ -189,6 +193,7 @@ func TestAPI(t *testing.T) {
 			t.Errorf("welcome to a complainant = %s, want suppressed", sent.Email.Status)
 		}
 		c.Code("POST", "/v1/suppressions", `{"address":"spam@example.com","reason":"hard_bounce"}`, 422, "validation_failed", svc)
+		c.Code("POST", "/v1/suppressions", `{"address":"\uff53\uff50\uff41\uff4d@example.com","reason":"complaint"}`, 422, "validation_failed", svc)
 		c.Code("POST", "/v1/suppressions", `{"address":"x"`, 400, "malformed_json", svc)
 		c.Code("POST", "/v1/suppressions", "x", 415, "unsupported_media_type", svc, openapitest.Header("Content-Type", "text/plain"))
 		c.Code("POST", "/v1/suppressions", `{"address":"`+strings.Repeat("a", 1<<20)+`"}`, 413, "body_too_large", svc)
