@@ -21,7 +21,8 @@ type Message struct {
 
 // Mailer hands one message to a mail system. A *DeliveryError with
 // Permanent set is a refusal that no retry mends (an SMTP 5xx at RCPT or
-// DATA); any other error is temporary.
+// DATA), a bounce unless Unsupported is set too; any other error is
+// temporary.
 type Mailer interface {
 	Deliver(ctx context.Context, m Message) error
 }
@@ -29,7 +30,12 @@ type Mailer interface {
 // DeliveryError is a mail system's answer to one delivery.
 type DeliveryError struct {
 	Permanent bool
-	Detail    string
+	// Unsupported, with Permanent, is a message the mail system cannot
+	// carry at all (an address outside ASCII for an SMTP server without
+	// SMTPUTF8): nothing was sent and no one refused the address, so the
+	// message fails without a bounce and the address is not suppressed.
+	Unsupported bool
+	Detail      string
 }
 
 func (e *DeliveryError) Error() string { return e.Detail }
@@ -204,6 +210,9 @@ func (s *Sender) deliver(ctx context.Context, c Claimed) (accepted bool) {
 	switch {
 	case err == nil:
 		return true
+	case errors.As(err, &de) && de.Permanent && de.Unsupported:
+		log.Warn("send loop: the mail system cannot carry the message", "detail", de.Detail)
+		s.record(ctx, log, func(ctx context.Context) (bool, error) { return s.store.Failed(ctx, c.ID, c.AttemptID, de.Detail) })
 	case errors.As(err, &de) && de.Permanent:
 		log.Info("send loop: refused permanently", "detail", de.Detail)
 		s.record(ctx, log, func(ctx context.Context) (bool, error) { return s.store.Bounced(ctx, c.ID, c.AttemptID, de.Detail) })

@@ -1,10 +1,13 @@
 package courier_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
+	"mime"
 	"net"
+	"net/mail"
 	"os"
 	"os/exec"
 	"slices"
@@ -180,6 +183,77 @@ func TestSendLoopBouncesPermanentRefusals(t *testing.T) {
 					t.Errorf("send after a hard bounce = %s, want suppressed", again.Status)
 				}
 			})
+		}
+	})
+}
+
+// TestSendLoopFailsAddressesOutsideASCIIWithoutSMTPUTF8: a recipient
+// outside ASCII and a server that does not offer SMTPUTF8: nothing is
+// sent, the message fails with the reason, and it is no bounce: no
+// courier.email.bounced, the address not suppressed. The same address
+// through a server that offers SMTPUTF8 is delivered.
+func TestSendLoopFailsAddressesOutsideASCIIWithoutSMTPUTF8(t *testing.T) {
+	const to = "jos\u00e9@example.com"
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine, fastOptions())
+		m := e.send(t, courier.TemplateWelcome, to, nil)
+		got := e.settle(t, m.ID, courier.StatusFailed)
+		if last := got.History[len(got.History)-1]; !strings.Contains(last.Detail, "SMTPUTF8") {
+			t.Errorf("failure detail = %q, want it to name SMTPUTF8", last.Detail)
+		}
+		if got.Attempts != 1 {
+			t.Errorf("attempts = %d, want 1 (no retry)", got.Attempts)
+		}
+		if n := len(e.smtp.Received()); n != 0 {
+			t.Errorf("the server received %d message bodies", n)
+		}
+		rows, err := outbox.List(context.Background(), e.db, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Envelope.Type == courier.EventEmailBounced {
+				t.Errorf("a bounce was emitted: %s", r.Envelope.Data)
+			}
+		}
+		again := e.send(t, courier.TemplateWelcome, to, nil)
+		if again.Status != courier.StatusQueued {
+			t.Fatalf("send after the failure = %s, want queued (the address is not suppressed)", again.Status)
+		}
+
+		utf8 := newEnvOn(t, e.db, smtptest.StartSMTPUTF8(t), fastOptions())
+		utf8.settle(t, again.ID, courier.StatusDelivered)
+		msgs := utf8.smtp.Messages()
+		if len(msgs) != 1 || msgs[0].To != to || !msgs[0].UTF8 {
+			t.Errorf("SMTPUTF8 server got %+v, want one message to %s with SMTPUTF8", msgs, to)
+		}
+	})
+}
+
+// TestSendLoopSubjectNeverDecodesAccountNameAsEncodedWord: an account
+// name that reads as an RFC 2047 encoded word reaches the Subject as
+// literal text, through the send loop and a real SMTP server.
+func TestSendLoopSubjectNeverDecodesAccountNameAsEncodedWord(t *testing.T) {
+	const name = "=?utf-8?b?WW91ciBhY2NvdW50IGlzIHN1c3BlbmRlZA==?="
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine, fastOptions())
+		m := e.send(t, courier.TemplateInvitation, "ann@example.com",
+			map[string]any{"link": link, "account_name": name, "inviter_email": "bob@example.com"})
+		e.settle(t, m.ID, courier.StatusDelivered)
+		msgs := e.smtp.Messages()
+		if len(msgs) != 1 {
+			t.Fatalf("server got %d messages, want 1", len(msgs))
+		}
+		parsed, err := mail.ReadMessage(bytes.NewReader(msgs[0].Raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := new(mime.WordDecoder).DecodeHeader(parsed.Header.Get("Subject"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "You are invited to " + name; got != want {
+			t.Errorf("decoded subject = %q, want %q", got, want)
 		}
 	})
 }

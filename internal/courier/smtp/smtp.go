@@ -6,6 +6,7 @@ package smtp
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -13,8 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wneessen/go-mail"
+	gosmtp "github.com/wneessen/go-mail/smtp"
 
 	"github.com/platformco/platform/internal/courier"
 )
@@ -63,6 +66,7 @@ type Mailer struct {
 // A session is an open SMTP connection with the messages it carried.
 type session struct {
 	client *mail.Client
+	conn   *gosmtp.Client // the connection client sends over, which knows the server's extensions
 	sent   int
 	idle   time.Time // since when it waits for a message
 }
@@ -123,13 +127,22 @@ func helo() string { return "courier.localhost" }
 // *courier.DeliveryError; everything else (4xx, connection trouble,
 // timeouts) is temporary. A message the server accepted is delivered,
 // whatever becomes of the session after: retrying it would send it twice.
+// An address outside ASCII goes only to a server that offers SMTPUTF8
+// (RFC 6531); to one that does not, nothing is sent and the failure is
+// permanent and Unsupported (the server could only refuse the address or
+// mangle it, and no retry changes what it offers).
 func (ml *Mailer) Deliver(ctx context.Context, m courier.Message) error {
 	msg, err := Build(m)
 	if err != nil {
 		return &courier.DeliveryError{Permanent: true, Detail: err.Error()}
 	}
+	utf8 := needsSMTPUTF8(m)
 	if s := ml.take(); s != nil {
-		err := s.client.Send(msg)
+		if utf8 && !s.smtputf8() {
+			ml.put(s)
+			return errNoSMTPUTF8
+		}
+		err := s.send(msg)
 		if !sessionGone(err) {
 			return ml.sent(s, msg, err)
 		}
@@ -141,7 +154,35 @@ func (ml *Mailer) Deliver(ctx context.Context, m courier.Message) error {
 	if err != nil {
 		return &courier.DeliveryError{Detail: oneLine("dial failed: " + err.Error())}
 	}
-	return ml.sent(s, msg, s.client.Send(msg))
+	if utf8 && !s.smtputf8() {
+		ml.put(s)
+		return errNoSMTPUTF8
+	}
+	return ml.sent(s, msg, s.send(msg))
+}
+
+// errNoSMTPUTF8 is a message with an address outside ASCII for a server
+// that does not offer SMTPUTF8.
+var errNoSMTPUTF8 = &courier.DeliveryError{Permanent: true, Unsupported: true,
+	Detail: "the address is not ASCII and the SMTP server does not offer SMTPUTF8 (RFC 6531); the message was not sent"}
+
+// needsSMTPUTF8 reports whether m's envelope holds an address outside
+// ASCII, which SMTP carries only with the SMTPUTF8 extension.
+func needsSMTPUTF8(m courier.Message) bool {
+	from := m.From
+	if a, err := netmail.ParseAddress(m.From); err == nil {
+		from = a.Address
+	}
+	return !ascii(m.To) || !ascii(from)
+}
+
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // sent settles s after it carried msg with err: kept for the next message
@@ -215,14 +256,24 @@ func (ml *Mailer) dial(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.DialWithContext(ctx); err != nil {
+	conn, err := c.DialToSMTPClientWithContext(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return &session{client: c}, nil
+	return &session{client: c, conn: conn}, nil
+}
+
+// send sends msg over s.
+func (s *session) send(msg *mail.Msg) error { return s.client.SendWithSMTPClient(s.conn, msg) }
+
+// smtputf8 reports whether the server offered SMTPUTF8 in its EHLO reply.
+func (s *session) smtputf8() bool {
+	ok, _ := s.conn.Extension("SMTPUTF8")
+	return ok
 }
 
 // close ends s with QUIT; a session already broken just closes.
-func (s *session) close() { _ = s.client.Close() }
+func (s *session) close() { _ = s.client.CloseWithSMTPClient(s.conn) }
 
 // deliveryError classifies a failed send.
 func deliveryError(err error) error {
@@ -239,6 +290,43 @@ func deliveryError(err error) error {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// setSubject sets msg's Subject. A subject that holds "=?" could hold text
+// that reads as an RFC 2047 encoded word ("=?utf-8?b?…?=" in an account
+// name), which a mail reader would decode into other text; such a subject
+// is sent wholly as encoded words, so it decodes to exactly itself. Any
+// other goes as go-mail writes it (encoded only where not ASCII).
+func setSubject(msg *mail.Msg, subject string) {
+	if !strings.Contains(subject, "=?") {
+		msg.Subject(subject)
+		return
+	}
+	msg.SetGenHeaderPreformatted(mail.HeaderSubject, encodeWords(subject))
+}
+
+// encodeWords writes s as base64 encoded words (RFC 2047), split between
+// characters, never inside one, and folded one to a line, so no line is
+// longer than 78 characters (RFC 5322), "Subject: " included.
+func encodeWords(s string) string {
+	const maxChunk = 39 // 52 base64 characters; with "=?UTF-8?B?" and "?=", 64
+	var words []string
+	for s != "" {
+		n := 0
+		for _, r := range s {
+			size := utf8.RuneLen(r)
+			if size < 0 {
+				size = 1 // invalid UTF-8 is one byte the range yields as U+FFFD
+			}
+			if n+size > maxChunk && n > 0 {
+				break
+			}
+			n += size
+		}
+		words = append(words, "=?UTF-8?B?"+base64.StdEncoding.EncodeToString([]byte(s[:n]))+"?=")
+		s = s[n:]
+	}
+	return strings.Join(words, "\r\n ")
+}
+
 // Build renders m as a MIME message: a plain-text part with an HTML
 // alternative, the attempt and email ids in headers, and a Message-ID
 // that is the attempt's.
@@ -252,7 +340,7 @@ func Build(m courier.Message) (*mail.Msg, error) {
 	if err := msg.To(m.To); err != nil {
 		return nil, fmt.Errorf("to address: %w", err)
 	}
-	msg.Subject(m.Subject)
+	setSubject(msg, m.Subject)
 	domain := "courier.localhost"
 	if at := strings.LastIndexByte(from.Address, '@'); at >= 0 {
 		domain = from.Address[at+1:]

@@ -1,10 +1,14 @@
 package smtp_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"mime"
+	netmail "net/mail"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,5 +195,129 @@ func TestSessionsConcurrently(t *testing.T) {
 	}
 	if n := srv.Connections(); n != before+1 {
 		t.Errorf("after Close: %d connections, want %d", n, before+1)
+	}
+}
+
+// TestAddressOutsideASCII: an address outside ASCII goes with SMTPUTF8 to
+// a server that offers it; to one that does not, nothing is sent and the
+// failure is permanent and Unsupported (not a bounce), and the session
+// stays good for the next message.
+func TestAddressOutsideASCII(t *testing.T) {
+	tests := []struct {
+		name     string
+		smtputf8 bool
+		to       string
+		from     string
+		want     string // "delivered", or "unsupported"
+	}{
+		{"ASCIIWithoutSMTPUTF8", false, "ann@example.com", "", "delivered"},
+		{"ASCIIWithSMTPUTF8", true, "ann@example.com", "", "delivered"},
+		{"LocalPartWithSMTPUTF8", true, "jos\u00e9@example.com", "", "delivered"},
+		{"DomainWithSMTPUTF8", true, "ivan@\u043f\u0440\u0438\u043c\u0435\u0440.com", "", "delivered"},
+		{"ErrLocalPartWithoutSMTPUTF8", false, "jos\u00e9@example.com", "", "unsupported"},
+		{"ErrDomainWithoutSMTPUTF8", false, "ivan@\u043f\u0440\u0438\u043c\u0435\u0440.com", "", "unsupported"},
+		{"ErrFromWithoutSMTPUTF8", false, "ann@example.com", "Platform <r\u00e9ponse@example.com>", "unsupported"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := smtptest.Start(t)
+			if tt.smtputf8 {
+				srv = smtptest.StartSMTPUTF8(t)
+			}
+			m := plainMailer(t, srv)
+			one := numbered(1, tt.to)
+			if tt.from != "" {
+				one.From = tt.from
+			}
+			err := m.Deliver(context.Background(), one)
+			var de *courier.DeliveryError
+			switch tt.want {
+			case "delivered":
+				if err != nil {
+					t.Fatalf("Deliver: %v", err)
+				}
+				msgs := srv.Messages()
+				if len(msgs) != 1 || msgs[0].To != tt.to {
+					t.Fatalf("server got %+v, want one message to %s", msgs, tt.to)
+				}
+				if want := tt.smtputf8; msgs[0].UTF8 != want {
+					t.Errorf("MAIL FROM SMTPUTF8 = %v, want %v", msgs[0].UTF8, want)
+				}
+			case "unsupported":
+				if !errors.As(err, &de) || !de.Permanent || !de.Unsupported || !strings.Contains(de.Detail, "SMTPUTF8") {
+					t.Fatalf("Deliver = %#v, want a permanent Unsupported failure naming SMTPUTF8", err)
+				}
+				if n := len(srv.Received()); n != 0 {
+					t.Errorf("the server received %d message bodies", n)
+				}
+				// The session was not spoilt: the next message goes on it.
+				if err := m.Deliver(context.Background(), numbered(2, "ann@example.com")); err != nil {
+					t.Fatalf("Deliver after: %v", err)
+				}
+				if n := srv.Connections(); n != 1 {
+					t.Errorf("connections = %d, want 1", n)
+				}
+			}
+		})
+	}
+}
+
+// TestSubjectEncodedWords: a subject holding text that reads as an RFC
+// 2047 encoded word decodes to exactly itself, through the real server,
+// and an ordinary subject goes as it is.
+func TestSubjectEncodedWords(t *testing.T) {
+	long := "You are invited to " + strings.Repeat("=?utf-8?b?SGFja2Vk?= Zo\u00eb ", 8)
+	tests := []struct {
+		name, subject string
+		raw           string // what the raw header must hold, "" for nothing
+	}{
+		{"Plain", "You are invited to Acme", "Subject: You are invited to Acme\r\n"},
+		{"EncodedWordB", "You are invited to =?utf-8?b?SGFja2Vk?=", ""},
+		{"EncodedWordQ", "You are invited to =?UTF-8?Q?=48acked?=", ""},
+		{"EncodedWordWithNonASCII", "Zo\u00eb =?utf-8?b?SGFja2Vk?= \u6771\u4eac", ""},
+		{"LongFolded", strings.TrimSpace(long), ""},
+	}
+	srv := smtptest.Start(t)
+	m := plainMailer(t, srv)
+	dec := new(mime.WordDecoder)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			one := numbered(i, "ann@example.com")
+			one.Subject = tt.subject
+			if err := m.Deliver(context.Background(), one); err != nil {
+				t.Fatalf("Deliver: %v", err)
+			}
+			var got smtptest.Message
+			for _, msg := range srv.Messages() {
+				if msg.Attempt() == one.AttemptID {
+					got = msg
+				}
+			}
+			if got.Raw == nil {
+				t.Fatal("the server has no such message")
+			}
+			parsed, err := netmail.ReadMessage(bytes.NewReader(got.Raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			subject, err := dec.DecodeHeader(parsed.Header.Get("Subject"))
+			if err != nil {
+				t.Fatalf("DecodeHeader: %v", err)
+			}
+			if subject != tt.subject {
+				t.Errorf("decoded subject = %q, want %q", subject, tt.subject)
+			}
+			if tt.raw != "" && !bytes.Contains(got.Raw, []byte(tt.raw)) {
+				t.Errorf("raw message lacks %q:\n%s", tt.raw, got.Raw)
+			}
+			for _, line := range strings.Split(string(got.Raw), "\r\n") {
+				if len(line) > 78 {
+					t.Errorf("header line of %d characters: %q", len(line), line)
+				}
+				if line == "" {
+					break
+				}
+			}
+		})
 	}
 }

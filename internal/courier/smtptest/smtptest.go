@@ -41,8 +41,10 @@ const (
 // Message is one accepted message.
 type Message struct {
 	From, To string
-	Header   mail.Header
-	Raw      []byte
+	// UTF8 is MAIL FROM's SMTPUTF8 parameter (RFC 6531).
+	UTF8   bool
+	Header mail.Header
+	Raw    []byte
 }
 
 // Attempt is the X-Courier-Attempt header.
@@ -63,18 +65,31 @@ type Server struct {
 	srv       *smtp.Server
 }
 
-// Start runs a server on a loopback port until the test ends.
+// Start runs a server on a loopback port until the test ends. It offers
+// no SMTPUTF8, and takes whatever address a client sends regardless, as
+// many servers do.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveOn(t, ln)
+	return serveOn(t, ln, func(*smtp.Server) {})
 }
 
-func serveOn(t testing.TB, ln net.Listener) *Server {
+// StartSMTPUTF8 runs a server like Start's that offers SMTPUTF8 (RFC 6531).
+func StartSMTPUTF8(t testing.TB) *Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveOn(t, ln, func(srv *smtp.Server) { srv.EnableSMTPUTF8 = true })
+}
+
+func serveOn(t testing.TB, ln net.Listener, configure func(*smtp.Server)) *Server {
 	s := newServer(ln)
+	configure(s.srv)
 	go func() { _ = s.srv.Serve(ln) }()
 	t.Cleanup(func() {
 		s.Release()
@@ -175,13 +190,14 @@ type session struct {
 	s      *Server
 	conn   net.Conn
 	from   string
+	utf8   bool
 	to     []string
 	hangUp bool // the message just accepted asked for HangUpAfterData
 }
 
 // Reset runs after each message, once its answer is written, and on RSET.
 func (ss *session) Reset() {
-	ss.from, ss.to = "", nil
+	ss.from, ss.utf8, ss.to = "", false, nil
 	if ss.hangUp {
 		_ = ss.conn.Close()
 	}
@@ -189,8 +205,8 @@ func (ss *session) Reset() {
 
 func (ss *session) Logout() error { return nil }
 
-func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
-	ss.from = from
+func (ss *session) Mail(from string, opts *smtp.MailOptions) error {
+	ss.from, ss.utf8 = from, opts != nil && opts.UTF8
 	return nil
 }
 
@@ -255,7 +271,7 @@ func (ss *session) Data(r io.Reader) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, to := range ss.to {
-		s.messages = append(s.messages, Message{From: ss.from, To: to, Header: msg.Header, Raw: raw})
+		s.messages = append(s.messages, Message{From: ss.from, To: to, UTF8: ss.utf8, Header: msg.Header, Raw: raw})
 	}
 	return nil
 }
@@ -303,5 +319,5 @@ func StartOn(t testing.TB, addr string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveOn(t, ln)
+	return serveOn(t, ln, func(*smtp.Server) {})
 }
