@@ -110,7 +110,7 @@ func (p *problems) text(field string, s *string, max int, multiline bool) *strin
 	}
 	v, err := textrule.Text(strings.TrimSpace(*s), multiline)
 	if err != nil {
-		p.add(field, "control_characters", "must not contain control, bidi-control or zero-width characters")
+		p.add(field, "control_characters", "must not contain control, bidi-control, zero-width or other invisible characters")
 		return nil
 	}
 	if utf8.RuneCountInString(v) > max {

@@ -43,11 +43,15 @@ func TestGrantValidation(t *testing.T) {
 		{"long reference", `{"account_id":"` + account + `","reference":"` + strings.Repeat("r", 256) + `"}`, 422, "unprocessable",
 			"reference must be at most 255 characters"},
 		{"NUL in source", `{"account_id":"` + account + `","source":"a\u0000b"}`, 422, "unprocessable",
-			"source must not contain control, bidi-control or zero-width characters"},
+			"source must not contain control, bidi-control, zero-width or other invisible characters"},
 		{"bidi override in reference", `{"account_id":"` + account + `","reference":"pay_\u202e1"}`, 422, "unprocessable",
-			"reference must not contain control, bidi-control or zero-width characters"},
+			"reference must not contain control, bidi-control, zero-width or other invisible characters"},
 		{"zero-width space in source", `{"account_id":"` + account + `","source":"reconciled\u200b_payment"}`, 422, "unprocessable",
-			"source must not contain control, bidi-control or zero-width characters"},
+			"source must not contain control, bidi-control, zero-width or other invisible characters"},
+		{"Hangul filler in source", `{"account_id":"` + account + `","source":"reconciled\u3164payment"}`, 422, "unprocessable",
+			"source must not contain control, bidi-control, zero-width or other invisible characters"},
+		{"variation selector in reference", `{"account_id":"` + account + `","reference":"pay_1\ufe0f"}`, 422, "unprocessable",
+			"reference must not contain control, bidi-control, zero-width or other invisible characters"},
 		{"key in another case", `{"account_id":"` + account + `","product":"identity","PRODUCT":"courier"}`, 400, "malformed_json", `unknown field "PRODUCT"`},
 		{"duplicate key", `{"account_id":"` + account + `","product":"identity","product":"courier"}`, 400, "malformed_json", `duplicate field "product"`},
 		{"unknown field", `{"account_id":"` + account + `","expires_at":"2030-01-01"}`, 400, "malformed_json", `unknown field "expires_at"`},
@@ -501,8 +505,11 @@ func TestFreeTextIsStoredInNFC(t *testing.T) {
 		if res := e.do("POST", "/v1/operator/releases", staffToken, `{"product":"kit","version":"1.0.0","notes":"line one\nline two"}`); res.status != http.StatusCreated {
 			t.Errorf("notes with a line break: %d %s, want 201", res.status, res.raw)
 		}
+		if res := e.do("POST", "/v1/operator/releases", staffToken, `{"product":"kit","version":"1.0.2","notes":"ship it \u2764\ufe0f"}`); res.status != http.StatusCreated {
+			t.Errorf("notes with an emoji's presentation selector: %d %s, want 201", res.status, res.raw)
+		}
 		res = e.do("POST", "/v1/operator/releases", staffToken, `{"product":"kit","version":"1.0.1","notes":"fixed \u2066evil\u2069"}`)
-		if res.status != http.StatusUnprocessableEntity || res.errorMessage() != "notes must not contain control, bidi-control or zero-width characters" {
+		if res.status != http.StatusUnprocessableEntity || res.errorMessage() != "notes must not contain control, bidi-control, zero-width or other invisible characters" {
 			t.Errorf("notes with a bidi isolate: %d %s, want 422 naming notes", res.status, res.raw)
 		}
 	})
