@@ -21,17 +21,45 @@ func tokenWords(p *page, err error, what string) {
 	}
 }
 
-// verify spends the link's token when the page is opened: the link is
-// the proof, and opening it is the user's whole intent.
+// linkToken is the token of an emailed link's page: the query's when
+// the link is opened, the form's when its button is pressed. Without
+// one the page says so (400).
+func (s *server) linkToken(w http.ResponseWriter, r *http.Request, p *page, name string) (string, bool) {
+	token := strings.TrimSpace(r.URL.Query().Get("token"))
+	if r.Method == http.MethodPost {
+		token = strings.TrimSpace(r.PostFormValue("token"))
+	}
+	if token == "" {
+		p.Error = "This link has no token in it. Open the link from the email again."
+		s.render(w, r, http.StatusBadRequest, name, p)
+		return "", false
+	}
+	return token, true
+}
+
+// verifyForm is the verification link's page: a button whose POST
+// (verify) spends the token. Opening the link spends nothing, so a mail
+// scanner or a browser that fetches it ahead of the user leaves it
+// working.
+func (s *server) verifyForm(w http.ResponseWriter, r *http.Request) {
+	p := &page{Title: "Verify your email address"}
+	if sess, err := s.currentSession(w, r); err == nil && sess != nil {
+		p.User = &sess.Me
+	}
+	if token, ok := s.linkToken(w, r, p, "verify"); ok {
+		p.Form = map[string]string{"token": token}
+		s.render(w, r, http.StatusOK, "verify", p)
+	}
+}
+
+// verify spends the token the verification page's button posts.
 func (s *server) verify(w http.ResponseWriter, r *http.Request) {
 	p := &page{Title: "Verify your email address"}
 	if sess, err := s.currentSession(w, r); err == nil && sess != nil {
 		p.User = &sess.Me
 	}
-	token := strings.TrimSpace(r.URL.Query().Get("token"))
-	if token == "" {
-		p.Error = "This link has no token in it. Open the link from the email again."
-		s.render(w, r, http.StatusBadRequest, "verify", p)
+	token, ok := s.linkToken(w, r, p, "verify")
+	if !ok {
 		return
 	}
 	if err := s.api.VerifyEmail(r.Context(), token); err != nil {
@@ -111,12 +139,21 @@ func (s *server) reset(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/signin?done=reset", http.StatusSeeOther)
 }
 
+// confirmEmailForm is the address change's link page: a button whose
+// POST (confirmEmail) spends the token; opening the link spends nothing.
+func (s *server) confirmEmailForm(w http.ResponseWriter, r *http.Request) {
+	p := &page{Title: "Confirm your new address"}
+	if token, ok := s.linkToken(w, r, p, "email_confirm"); ok {
+		p.Form = map[string]string{"token": token}
+		s.render(w, r, http.StatusOK, "email_confirm", p)
+	}
+}
+
+// confirmEmail spends the token the confirmation page's button posts.
 func (s *server) confirmEmail(w http.ResponseWriter, r *http.Request) {
 	p := &page{Title: "Confirm your new address"}
-	token := strings.TrimSpace(r.URL.Query().Get("token"))
-	if token == "" {
-		p.Error = "This link has no token in it. Open the link from the email again."
-		s.render(w, r, http.StatusBadRequest, "email_confirm", p)
+	token, ok := s.linkToken(w, r, p, "email_confirm")
+	if !ok {
 		return
 	}
 	if err := s.api.ConfirmEmailChange(r.Context(), token); err != nil {

@@ -18,8 +18,18 @@ func TestVerifyFromTheMailbox(t *testing.T) {
 	// Registration just sent one: a second within the minute is refused in words.
 	v.post("/app/settings/verification", nil).expect(t, http.StatusTooManyRequests, "less than a minute ago")
 
+	// Opening the link (a mail scanner's prefetch, twice) spends
+	// nothing: only the page's button does.
 	link := st.linkIn(t, email, "/verify")
-	v.get(link).expect(t, http.StatusOK, "Your email address is verified")
+	token := linkTokenOf(t, link)
+	for range 2 {
+		page := newVisitor(t, base).get(link).expect(t, http.StatusOK, "Verify my address")
+		if !strings.Contains(page.Body, `<form method="post" action="/verify">`) {
+			t.Fatalf("the link's page has no form posting to /verify:\n%s", page.Body)
+		}
+	}
+	v.get("/app").expect(t, http.StatusOK, "Please verify your email address")
+	v.post("/verify", url.Values{"token": {token}}).expect(t, http.StatusOK, "Your email address is verified")
 	if page := v.get("/app").expect(t, http.StatusOK, "Your accounts"); strings.Contains(page.Body, "Please verify your email address") {
 		t.Error("the verify notice is still shown after verifying")
 	}
@@ -27,17 +37,24 @@ func TestVerifyFromTheMailbox(t *testing.T) {
 
 	tests := []struct {
 		name   string
+		method string
 		path   string
+		form   url.Values
 		status int
 		words  string
 	}{
-		{"UsedLinkIsGone", link, http.StatusGone, "already been used"},
-		{"UnknownLinkIsNotValid", "/verify?token=no-such-token", http.StatusNotFound, "is not valid"},
-		{"LinkWithoutTokenIsRefused", "/verify", http.StatusBadRequest, "has no token"},
+		{"UsedLinkIsGone", "POST", "/verify", url.Values{"token": {token}}, http.StatusGone, "already been used"},
+		{"UnknownLinkIsNotValid", "POST", "/verify", url.Values{"token": {"no-such-token"}}, http.StatusNotFound, "is not valid"},
+		{"PostWithoutTokenIsRefused", "POST", "/verify", url.Values{}, http.StatusBadRequest, "has no token"},
+		{"LinkWithoutTokenIsRefused", "GET", "/verify", nil, http.StatusBadRequest, "has no token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			newVisitor(t, base).get(tt.path).expect(t, tt.status, tt.words)
+			if tt.method == "GET" {
+				newVisitor(t, base).get(tt.path).expect(t, tt.status, tt.words)
+				return
+			}
+			newVisitor(t, base).post(tt.path, tt.form).expect(t, tt.status, tt.words)
 		})
 	}
 }
@@ -104,9 +121,16 @@ func TestEmailChangePages(t *testing.T) {
 	}
 	v.get("/app/settings?done=email").expect(t, http.StatusOK, "we have sent it a confirmation link")
 
+	// Opening the link twice spends nothing; the page's button does.
 	link := st.linkIn(t, next, "/email/confirm")
-	v.get(link).expect(t, http.StatusOK, "Your email address has changed")
-	newVisitor(t, base).get(link).expect(t, http.StatusGone, "already been used")
+	token := url.Values{"token": {linkTokenOf(t, link)}}
+	for range 2 {
+		newVisitor(t, base).get(link).expect(t, http.StatusOK, "Change my address")
+	}
+	v.get("/app/settings").expect(t, http.StatusOK, old)
+	v.post("/email/confirm", token).expect(t, http.StatusOK, "Your email address has changed")
+	newVisitor(t, base).post("/email/confirm", token).expect(t, http.StatusGone, "already been used")
+	newVisitor(t, base).get("/email/confirm").expect(t, http.StatusBadRequest, "has no token")
 	in := newVisitor(t, base)
 	if a := in.post("/signin", url.Values{"email": {next}, "password": {"correct horse battery"}}); a.Status != http.StatusSeeOther {
 		t.Fatalf("sign in at the new address: %d\n%s", a.Status, visibleText(a.Body))

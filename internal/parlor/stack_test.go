@@ -351,8 +351,21 @@ func (s *stack) linkIn(t *testing.T, address, path string) string {
 	return found
 }
 
-// verify opens the verification link mailed to the visitor's address.
+// verify opens the verification link mailed to the visitor's address
+// and presses its button.
 func (v *visitor) verify(st *stack, address string) {
 	v.t.Helper()
-	v.get(st.linkIn(v.t, address, "/verify")).expect(v.t, http.StatusOK, "Your email address is verified")
+	link := st.linkIn(v.t, address, "/verify")
+	v.get(link).expect(v.t, http.StatusOK, "Verify my address")
+	v.post("/verify", url.Values{"token": {linkTokenOf(v.t, link)}}).expect(v.t, http.StatusOK, "Your email address is verified")
+}
+
+// linkTokenOf is the token of an emailed link (a path with ?token=).
+func linkTokenOf(t testing.TB, link string) string {
+	t.Helper()
+	u, err := url.Parse(link)
+	if err != nil || u.Query().Get("token") == "" {
+		t.Fatalf("link %q has no token", link)
+	}
+	return u.Query().Get("token")
 }
