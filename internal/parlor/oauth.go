@@ -382,6 +382,16 @@ func (s *server) oauthError(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, e.status, "error", &page{Title: "Sign-in stopped", User: user, Error: e.text})
 }
 
+// oauthSignedOut is where the OpenID Provider's end-session endpoint
+// sends the browser once it ended the application's tokens.
+func (s *server) oauthSignedOut(w http.ResponseWriter, r *http.Request) {
+	p := &page{Title: "Signed out of the application"}
+	if sess, err := s.currentSession(w, r); err == nil && sess != nil {
+		p.User = &sess.Me
+	}
+	s.render(w, r, http.StatusOK, "oauth_signed_out", p)
+}
+
 // settingsData is the settings page's content beyond the user.
 type settingsData struct {
 	// Applications are the applications the user connected.

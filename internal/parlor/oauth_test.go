@@ -209,6 +209,8 @@ func TestOAuthSignInAndConsentPages(t *testing.T) {
 			{"CallbackRefusedExpired", newVisitor(t, base), "GET", "/oauth/error?reason=expired", nil, 404, "has expired or was already used"},
 			{"CallbackRefusedBrowser", newVisitor(t, base), "GET", "/oauth/error?reason=browser", nil, 403, "finished in another browser window"},
 			{"CallbackRefusedUnknownReason", newVisitor(t, base), "GET", "/oauth/error?reason=%3Cscript%3E", nil, 400, "This sign-in was not finished"},
+			{"SignedOutOfTheApplication", newVisitor(t, base), "GET", "/oauth/signed-out", nil, 200, "You have signed out of the application"},
+			{"SignedOutStillSignedInHere", signedIn, "GET", "/oauth/signed-out", nil, 200, "still signed in to the platform"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

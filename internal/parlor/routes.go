@@ -90,6 +90,7 @@ func New(d Deps) (http.Handler, error) {
 	mux.HandleFunc("GET /oauth/consent", s.oauthConsentForm)
 	mux.HandleFunc("POST /oauth/consent", s.oauthConsent)
 	mux.HandleFunc("GET /oauth/error", s.oauthError)
+	mux.HandleFunc("GET /oauth/signed-out", s.oauthSignedOut)
 
 	mux.Handle("GET /operator", s.staffOnly(s.operatorHome))
 	mux.Handle("GET /operator/users", s.staffOnly(s.operatorUsers))

@@ -127,9 +127,9 @@ func TestConsentRemembered(t *testing.T) {
 			if resp.StatusCode != http.StatusNoContent {
 				t.Fatalf("DELETE /v1/me/oidc_consents/{id}: got %d, want 204", resp.StatusCode)
 			}
-			// op answers a token it no longer honours with 403.
-			if got := w.userinfoStatus(t, first.AccessToken); got != http.StatusForbidden {
-				t.Errorf("userinfo after the withdrawal: got %d, want 403", got)
+			// A token no longer honoured is RFC 6750's 401 invalid_token.
+			if got := w.userinfoStatus(t, first.AccessToken); got != http.StatusUnauthorized {
+				t.Errorf("userinfo after the withdrawal: got %d, want 401", got)
 			}
 			if _, err := conf.Exchange(w.ctx, pending, oauth2.VerifierOption(pv)); err == nil {
 				t.Error("a code issued before the withdrawal was exchanged after it")

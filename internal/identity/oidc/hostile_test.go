@@ -162,8 +162,8 @@ func TestRevocationAndClientDeletion(t *testing.T) {
 			if w.active(t, c, secret, tok.AccessToken) {
 				t.Errorf("revoked access token: got active")
 			}
-			if got := w.userinfoStatus(t, tok.AccessToken); got != http.StatusForbidden {
-				t.Errorf("userinfo with a revoked token: got %d, want op's 403 invalid_token", got)
+			if got := w.userinfoStatus(t, tok.AccessToken); got != http.StatusUnauthorized {
+				t.Errorf("userinfo with a revoked token: got %d, want 401 invalid_token", got)
 			}
 		})
 		t.Run("RevokeRefreshTokenEndsItsChain", func(t *testing.T) {
@@ -190,8 +190,8 @@ func TestRevocationAndClientDeletion(t *testing.T) {
 			if err := identity.RevokeOIDCClient(context.Background(), w.env.Store, w.admin, c.ID); err != nil {
 				t.Fatalf("delete client: %v", err)
 			}
-			if got := w.userinfoStatus(t, tok.AccessToken); got != http.StatusForbidden {
-				t.Errorf("userinfo with a deleted client's token: got %d, want op's 403 invalid_token", got)
+			if got := w.userinfoStatus(t, tok.AccessToken); got != http.StatusUnauthorized {
+				t.Errorf("userinfo with a deleted client's token: got %d, want 401 invalid_token", got)
 			}
 			if status, _ := w.tokenCall(t, "/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}, c.ID, secret); status == http.StatusOK {
 				t.Errorf("refresh for a deleted client: got 200")

@@ -48,12 +48,16 @@ func New(cfg Config) (http.Handler, error) {
 		codes: expirable.NewLRU[string, issuedCode](issuedCodes, nil, identity.OIDCAuthRequestTTL)}
 	sealKey := [32]byte(derive("identity oidc access tokens", cfg.MasterKey))
 	conf := &op.Config{
-		CryptoKey:             sealKey,
-		CodeMethodS256:        true,
-		AuthMethodPost:        true,
-		GrantTypeRefreshToken: true,
-		SupportedScopes:       identity.OIDCScopes,
-		SupportedClaims:       []string{"sub", "aud", "exp", "iat", "iss", "auth_time", "nonce", "email", "name", "updated_at", "accounts"},
+		CryptoKey:      sealKey,
+		CodeMethodS256: true,
+		// The end-session endpoint ends the client's tokens and sends
+		// the browser to the web app's signed-out page (no client has
+		// post-logout redirect URIs).
+		DefaultLogoutRedirectURI: publicURL + SignedOutPath,
+		AuthMethodPost:           true,
+		GrantTypeRefreshToken:    true,
+		SupportedScopes:          identity.OIDCScopes,
+		SupportedClaims:          []string{"sub", "aud", "exp", "iat", "iss", "auth_time", "nonce", "email", "email_verified", "name", "updated_at", "accounts"},
 	}
 	opts := []op.Option{
 		op.WithLogger(cfg.Logger),
@@ -84,7 +88,11 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("POST /oauth2/requests/{id}/deny", q.answer(deny))
 	mux.HandleFunc("POST /oauth2/requests/{id}/resume", q.answer(resume))
 	mux.HandleFunc(CallbackPath, q.callback)
-	mux.Handle("/oauth2/token", st.withClientMemo(provider))
+	mux.Handle("/.well-known/openid-configuration", discovery(provider, st, issuer))
+	mux.Handle("/oauth2/token", st.clientEndpoint(tokenAuth, provider))
+	mux.Handle("/oauth2/revoke", st.clientEndpoint(revokeAuth, provider))
+	mux.Handle("/oauth2/introspect", st.clientEndpoint(introspectAuth, provider))
+	mux.Handle("/oauth2/userinfo", st.userinfo(provider.Crypto()))
 	mux.Handle("/", provider)
 	return mux, nil
 }

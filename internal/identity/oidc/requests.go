@@ -44,6 +44,9 @@ const (
 	SignInPath = "/oauth/sign-in"
 	// ErrorPath is the web app's page for a request the callback refuses.
 	ErrorPath = "/oauth/error"
+	// SignedOutPath is the web app's page the end-session endpoint ends
+	// at.
+	SignedOutPath = "/oauth/signed-out"
 	// CallbackPath is op's: the authorization endpoint plus /callback.
 	CallbackPath = "/oauth2/authorize/callback"
 )

@@ -9,7 +9,6 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -141,39 +140,25 @@ func (r *refreshRequest) GetScopes() []string         { return r.t.Scopes }
 func (r *refreshRequest) GetSubject() string          { return r.t.UserID }
 func (r *refreshRequest) SetCurrentScopes(s []string) { r.t.Scopes = s }
 
-// clientMemoKey carries one token request's memo: of the client it read
-// (op looks the client up twice in a code exchange, its registration then
-// its secret, and the second read would only repeat the first), and of
-// the code it read.
+// clientMemoKey carries one token-family request's memo: of the client
+// it authenticated (clientEndpoint), which op looks up again, and of the
+// code it read.
 type clientMemoKey struct{}
 
 type clientMemo struct {
 	c      identity.OIDCClient
 	digest string
 	ok     bool
-	// codeRequest is the request whose code AuthRequestByCode read;
-	// redeemTried is set once the exchange got as far as redeeming it.
+	// authenticated is the id of the client the request authenticated as.
+	authenticated string
+	// codeRequest is the request whose code AuthRequestByCode read for
+	// the authenticated client; redeemTried is set once the exchange got
+	// as far as redeeming it.
 	codeRequest string
 	redeemTried bool
 	// answered is the request the callback read (requests.callback),
 	// which op then asks for by id.
 	answered *identity.OIDCAuthRequest
-}
-
-// withClientMemo gives each request of h a memo of its own and, after
-// it, burns a code that was read but never redeemed: the exchange was
-// refused (a wrong PKCE verifier, client or redirect URI), and a code
-// gets one try. Only refusals pay for that write.
-func (s *storage) withClientMemo(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m := &clientMemo{}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientMemoKey{}, m)))
-		if m.codeRequest != "" && !m.redeemTried {
-			if err := s.store.BurnOIDCCode(context.WithoutCancel(r.Context()), m.codeRequest); err != nil {
-				s.log.ErrorContext(r.Context(), "oidc: burn a refused exchange's code", "err", err)
-			}
-		}
-	})
 }
 
 // client reads a client once per request.
@@ -281,9 +266,10 @@ func (s *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRe
 			return nil, err
 		}
 	}
-	if m, _ := ctx.Value(clientMemoKey{}).(*clientMemo); m != nil {
-		// The same read gave the request's client, which op looks up
-		// next (a token request naming another client reads its own).
+	if m, _ := ctx.Value(clientMemoKey{}).(*clientMemo); m != nil && m.authenticated == r.ClientID {
+		// The code is the authenticated client's: a refusal from here
+		// on spends it. Another client's code is refused (invalid_grant)
+		// and left alone: presenting it must not block its login.
 		m.codeRequest = r.ID
 		m.c, m.digest, m.ok = c, digest, true
 	}
@@ -467,11 +453,24 @@ func (s *storage) SetUserinfoFromRequest(ctx context.Context, info *oidc.UserInf
 }
 
 func (s *storage) SetUserinfoFromToken(ctx context.Context, info *oidc.UserInfo, tokenID, subject, _ string) error {
+	return s.userinfoFromToken(ctx, info, tokenID, subject)
+}
+
+// userinfoFromToken fills info for the live access token tokenID of
+// subject. Errors: errInactive, or the store's.
+func (s *storage) userinfoFromToken(ctx context.Context, info *oidc.UserInfo, tokenID, subject string) error {
 	t, u, err := s.store.OIDCAccessToken(ctx, tokenID)
-	if err != nil || t.UserID != subject {
-		return errors.New("the access token is not active")
+	if errors.Is(err, identity.ErrOIDCGrantUnknown) || (err == nil && t.UserID != subject) {
+		return errInactive
 	}
-	return s.fill(ctx, info, u, t.Scopes)
+	if err != nil {
+		return err
+	}
+	err = s.fill(ctx, info, u, t.Scopes)
+	if errors.Is(err, identity.ErrUserNotFound) {
+		return errInactive
+	}
+	return err
 }
 
 // SetIntrospectionFromToken answers only the client the token was issued
@@ -524,7 +523,11 @@ func (s *storage) claims(info *oidc.UserInfo, u identity.OIDCUser, scopes []stri
 	for _, sc := range scopes {
 		switch sc {
 		case oidc.ScopeEmail:
-			info.Email = u.User.Email
+			// email_verified goes with email (OIDC Core §5.4), false
+			// too: op's field drops a false, the claim keeps it.
+			verified := u.User.EmailVerifiedAt != nil
+			info.Email, info.EmailVerified = u.User.Email, oidc.Bool(verified)
+			info.AppendClaims("email_verified", verified)
 		case oidc.ScopeProfile:
 			info.Name = u.User.DisplayName
 			info.UpdatedAt = oidc.FromTime(u.User.CreatedAt)

@@ -620,16 +620,20 @@ func (s *Store) OIDCRefreshToken(ctx context.Context, digest string) (identity.O
 // OIDCAccessToken implements identity.OIDCStore: one point read, behind
 // every userinfo and introspection request (sqldb.ReadRow).
 func (s *Store) OIDCAccessToken(ctx context.Context, id string) (identity.OIDCToken, identity.User, error) {
-	var u identity.User
+	var (
+		u        identity.User
+		verified sql.NullTime
+	)
 	if !ids.Valid(id) {
 		return identity.OIDCToken{}, u, identity.ErrOIDCGrantUnknown
 	}
 	t, err := scanOIDCToken(s.db.ReadRow(ctx, `
-		SELECT `+oidcTokenColumns+`, u.id, u.email, u.display_name, u.staff, u.created_at
+		SELECT `+oidcTokenColumns+`, u.id, u.email, u.display_name, u.staff, u.created_at, u.verified_at
 		FROM oidc_tokens t JOIN oidc_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
 		WHERE t.id = $1 AND t.kind = 'access' AND t.revoked_at IS NULL AND c.revoked_at IS NULL AND t.expires_at > $2
 		AND u.disabled_at IS NULL`,
-		id, sqldb.Timestamp(s.db.Now())), &u.ID, &u.Email, &u.DisplayName, &u.Staff, &u.CreatedAt)
+		id, sqldb.Timestamp(s.db.Now())), &u.ID, &u.Email, &u.DisplayName, &u.Staff, &u.CreatedAt, &verified)
+	u.EmailVerifiedAt = timePtr(verified)
 	return t, u, err
 }
 
@@ -662,12 +666,16 @@ func (s *Store) RevokeOIDCUserClient(ctx context.Context, userID, clientID strin
 
 // OIDCUser implements identity.OIDCStore.
 func (s *Store) OIDCUser(ctx context.Context, userID string, withAccounts bool) (identity.OIDCUser, error) {
-	var u identity.OIDCUser
+	var (
+		u        identity.OIDCUser
+		verified sql.NullTime
+	)
 	if !ids.Valid(userID) {
 		return u, identity.ErrUserNotFound
 	}
-	err := s.db.QueryRow(ctx, `SELECT id, email, display_name, staff, created_at FROM users WHERE id = $1 AND disabled_at IS NULL`, userID).
-		Scan(&u.User.ID, &u.User.Email, &u.User.DisplayName, &u.User.Staff, &u.User.CreatedAt)
+	err := s.db.QueryRow(ctx, `SELECT id, email, display_name, staff, created_at, verified_at FROM users WHERE id = $1 AND disabled_at IS NULL`, userID).
+		Scan(&u.User.ID, &u.User.Email, &u.User.DisplayName, &u.User.Staff, &u.User.CreatedAt, &verified)
+	u.User.EmailVerifiedAt = timePtr(verified)
 	if errors.Is(err, sql.ErrNoRows) {
 		return u, identity.ErrUserNotFound
 	}
