@@ -64,6 +64,15 @@ func (g *Gateway) proxied(rt Route) http.Handler {
 			g.refuse(w, r, rt, errs.New(CodeUpstreamNotConfigured, "no route for "+r.URL.Path))
 			return
 		}
+		if authErr == errTokenRequired {
+			// A method the path lacks is the service's 405, not a
+			// request for credentials.
+			if allow, ok := g.methods.refused(r); ok {
+				w.Header().Set("Allow", allow)
+				g.refuse(w, r, rt, errs.New(CodeMethodNotAllowed, r.Method+" is not allowed here; use "+allow))
+				return
+			}
+		}
 		if authErr != nil {
 			if errors.Is(authErr, errNoSession) {
 				clearSessionCookie(w)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/platformco/platform/internal/apidocs"
 	"github.com/platformco/platform/internal/gateway"
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/tokens"
@@ -92,6 +93,7 @@ func fiveUpstreams(t *testing.T, rateLimit int, unset ...string) (*harness, map[
 		Verifier:    tokens.NewVerifier(h.cache, h.keys.Issuer),
 		Keys:        h.cache,
 		Limiter:     ratelimit.NewLocal(rateLimit),
+		Documents:   apidocs.Public(),
 	}
 	skip := map[string]bool{}
 	for _, s := range unset {
@@ -147,7 +149,7 @@ func TestRoutesOfSection7(t *testing.T) {
 		{"GET", "/oauth2/authorize/callback", true, "identity"},
 		{"POST", "/oauth2/requests/r1/allow", true, "identity"},
 		{"GET", "/v1/me/preferences", false, "courier"},
-		{"PUT", "/v1/me/preferences", false, "courier"},
+		{"PATCH", "/v1/me/preferences", false, "courier"},
 		{"GET", "/v1/accounts/a1/webhook_endpoints", false, "courier"},
 		{"DELETE", "/v1/accounts/a1/webhook_endpoints/e1", false, "courier"},
 		{"POST", "/v1/exchange", true, "keyholder"},
@@ -188,6 +190,49 @@ func TestRoutesOfSection7(t *testing.T) {
 			t.Error("a service-to-service route reached an upstream")
 		}
 	})
+}
+
+// TestWrongMethodIs405AsAtTheService: a method a documented path lacks
+// is 405 with Allow in the service's envelope, as the service answers it,
+// not the protected subtree's 401 "needs a bearer token"; a documented
+// method without credentials is still 401, and an undocumented path
+// still asks for them.
+func TestWrongMethodIs405AsAtTheService(t *testing.T) {
+	_, recs, g := fiveUpstreams(t, 10000)
+	tests := []struct {
+		method, path, allow string
+		box                 bool
+	}{
+		{"GET", "/v1/password/reset", "POST", false},
+		{"PUT", "/v1/password/reset/confirm", "POST", false},
+		{"GET", "/v1/email/verify", "POST", false},
+		{"GET", "/v1/session/mfa", "POST", false},
+		{"GET", "/v1/session", "DELETE, POST", false},
+		{"PATCH", "/v1/users", "POST", false},
+		{"GET", "/v1/capabilities/redeem", "POST", true},
+	}
+	before := recs["identity"].count() + recs["box"].count()
+	for _, tt := range tests {
+		t.Run(tt.method+tt.path, func(t *testing.T) {
+			w := serve(g, tt.method, tt.path, "")
+			if tt.box {
+				wantBoxError(t, w, http.StatusMethodNotAllowed, "method_not_allowed")
+			} else {
+				wantProblem(t, w, http.StatusMethodNotAllowed, "method_not_allowed")
+			}
+			if got := w.Header().Get("Allow"); got != tt.allow {
+				t.Errorf("Allow = %q, want %q", got, tt.allow)
+			}
+		})
+	}
+	if after := recs["identity"].count() + recs["box"].count(); after != before {
+		t.Error("a refused method reached an upstream")
+	}
+	for _, rq := range []struct{ method, path string }{{"DELETE", "/v1/session"}, {"GET", "/v1/me"}, {"GET", "/v1/password/other"}} {
+		if w := serve(g, rq.method, rq.path, ""); w.Code != http.StatusUnauthorized {
+			t.Errorf("%s %s without a token = %d, want 401", rq.method, rq.path, w.Code)
+		}
+	}
 }
 
 // TestUnsetUpstreamIs404: a route whose upstream is unset is 404 in its

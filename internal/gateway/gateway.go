@@ -83,7 +83,9 @@ type Gateway struct {
 	client         *http.Client // for the gateway's own calls to identity
 	origins        map[string]bool
 	handler        http.Handler
-	policy         atomic.Pointer[policyHeaders] // the limiter's policy, rendered
+	// methods refuses, on a protected route, a method its path lacks.
+	methods methodTable
+	policy  atomic.Pointer[policyHeaders] // the limiter's policy, rendered
 }
 
 // New returns the gateway's handler, with request logging and trace
@@ -119,6 +121,7 @@ func New(opts Options) *Gateway {
 		}
 	}
 	g.loadOpenAPI()
+	g.methods = newMethodTable(opts.Documents)
 	internal := func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteProblem(w, r, http.StatusInternalServerError, CodeInternal, "internal error", nil)
 	}

@@ -215,7 +215,7 @@ func TestRouting(t *testing.T) {
 		{"GET", "/v1/operator/releases/r1", true, "box"},
 		{"GET", "/v1/operator/me", true, "identity"},
 		{"GET", "/v1/accounts/a1/entitlements", true, "box"},
-		{"GET", "/v1/accounts/a1/artifact_fetches", true, "box"},
+		{"POST", "/v1/accounts/a1/artifact_fetches", true, "box"},
 		{"GET", "/v1/accounts/a1/audit-events", true, "box"},
 		{"GET", "/v1/accounts/a1/releases/r1/artifacts", true, "box"},
 		{"POST", "/v1/accounts/a1/approvals", true, "box"},
