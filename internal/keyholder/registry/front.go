@@ -25,6 +25,7 @@ const (
 	codeNameUnknown     = "NAME_UNKNOWN"
 	codeManifestUnknown = "MANIFEST_UNKNOWN"
 	codeBlobUnknown     = "BLOB_UNKNOWN"
+	codeDigestInvalid   = "DIGEST_INVALID"
 	codeUnsupported     = "UNSUPPORTED"
 	codeUnavailable     = "UNAVAILABLE"
 )
@@ -139,6 +140,17 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.fail(w, r, http.StatusNotFound, codeNameUnknown, "repository name not known to registry")
 		return
 	}
+	switch {
+	case route.Refused == RefInvalid:
+		f.fail(w, r, http.StatusBadRequest, codeDigestInvalid, "the digest is not a valid sha256 digest")
+		return
+	case route.Refused == RefUnknown && route.Kind == kindBlob:
+		f.fail(w, r, http.StatusNotFound, codeBlobUnknown, "blob unknown to registry")
+		return
+	case route.Refused == RefUnknown:
+		f.fail(w, r, http.StatusNotFound, codeManifestUnknown, "manifest unknown")
+		return
+	}
 	rng, err := cred.Range()
 	if err != nil {
 		f.unavailable(w, r, err)
@@ -227,15 +239,21 @@ func (f *Front) tags(w http.ResponseWriter, r *http.Request, route Route, rng se
 	}{route.Name, tags})
 }
 
+// manifest serves a manifest by an in-range tag or a digest reachable
+// from one. A GET is a pull, counted before it is served: by tag, or by
+// the digest a tag names itself (how containerd and oras pull: HEAD the
+// tag, then GET its digest), under that tag. A HEAD delivers nothing and
+// counts nothing, nor does a GET of an index's child.
 func (f *Front) manifest(w http.ResponseWriter, r *http.Request, route Route, cred keyholder.Credential, rng semver.Range) {
-	byTag := !IsDigest(route.Reference)
-	if byTag {
+	pulled := ""
+	if !IsDigest(route.Reference) {
 		if !tagAllowed(route.Reference, rng) {
 			f.fail(w, r, http.StatusNotFound, codeManifestUnknown, "manifest unknown")
 			return
 		}
+		pulled = route.Reference
 	} else {
-		ok, err := f.reach.reachable(r.Context(), route.Name, rng, route.Reference, false)
+		set, ok, err := f.reach.find(r.Context(), route.Name, rng, route.Reference, false)
 		if err != nil && !errors.Is(err, errNotFound) {
 			f.upstreamFailed(w, r, err, codeManifestUnknown)
 			return
@@ -244,6 +262,7 @@ func (f *Front) manifest(w http.ResponseWriter, r *http.Request, route Route, cr
 			f.fail(w, r, http.StatusNotFound, codeManifestUnknown, "manifest unknown")
 			return
 		}
+		pulled = set.tagOf(route.Reference)
 	}
 	header := http.Header{}
 	if a := r.Header.Values("Accept"); len(a) > 0 {
@@ -262,21 +281,6 @@ func (f *Front) manifest(w http.ResponseWriter, r *http.Request, route Route, cr
 		return
 	}
 	if r.Method == http.MethodHead {
-		// containerd and oras resolve a tag with HEAD and then fetch by
-		// digest, so a resolved tag is what counts as a pull.
-		if byTag {
-			dgst := resp.Header.Get("Docker-Content-Digest")
-			if !IsDigest(dgst) {
-				if _, _, dgst, err = f.upstream.Manifest(r.Context(), route.Name, route.Reference); err != nil {
-					f.upstreamFailed(w, r, err, codeManifestUnknown)
-					return
-				}
-			}
-			if err := f.svc.RecordPull(r.Context(), cred, route.Reference, dgst); err != nil {
-				f.unavailable(w, r, err)
-				return
-			}
-		}
 		copyHeaders(w, resp)
 		w.WriteHeader(http.StatusOK)
 		return
@@ -286,11 +290,9 @@ func (f *Front) manifest(w http.ResponseWriter, r *http.Request, route Route, cr
 		f.upstreamFailed(w, r, errUpstream, codeManifestUnknown)
 		return
 	}
-	if byTag {
-		dgst := digestOf(body)
-		// A pull is counted before it is served: an uncounted delivery
-		// is what the record exists to prevent.
-		if err := f.svc.RecordPull(r.Context(), cred, route.Reference, dgst); err != nil {
+	if pulled != "" {
+		// An uncounted delivery is what the record exists to prevent.
+		if err := f.svc.RecordPull(r.Context(), cred, pulled, digestOf(body)); err != nil {
 			f.unavailable(w, r, err)
 			return
 		}
@@ -323,7 +325,16 @@ func (f *Front) blob(w http.ResponseWriter, r *http.Request, route Route, rng se
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
 		if resp.StatusCode == http.StatusRequestedRangeNotSatisfiable {
-			copyHeaders(w, resp)
+			// The range and the blob's size, and no body: the
+			// upstream's Content-Length is its own body's, which is
+			// not sent on.
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			h := w.Header()
+			if cr := resp.Header.Get("Content-Range"); cr != "" {
+				h.Set("Content-Range", cr)
+			}
+			h.Set("Docker-Distribution-API-Version", "registry/2.0")
+			h.Set("Content-Length", "0")
 			w.WriteHeader(resp.StatusCode)
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -118,13 +119,13 @@ func TestFront(t *testing.T) {
 			{"MissingRepository", "GET", "nothing/tags/list", &cred, nil, http.StatusNotFound, "NAME_UNKNOWN"},
 			{"Catalog", "GET", "_catalog", &cred, nil, http.StatusNotFound, "NAME_UNKNOWN"},
 			{"InRangeTag", "GET", "platform/manifests/1.2.0", &cred, nil, http.StatusOK, ""},
-			{"InRangeTagHead", "HEAD", "platform/manifests/1.3.0", &cred, nil, http.StatusOK, ""},
+			{"InRangeTagHead", "HEAD", "platform/manifests/1.4.0", &cred, nil, http.StatusOK, ""},
 			{"OutOfRangeTag", "GET", "platform/manifests/2.0.0", &cred, nil, http.StatusNotFound, "MANIFEST_UNKNOWN"},
 			{"NonVersionTag", "GET", "platform/manifests/latest", &cred, nil, http.StatusNotFound, "MANIFEST_UNKNOWN"},
 			{"PrereleaseTag", "GET", "platform/manifests/1.2.5-rc1", &cred, nil, http.StatusNotFound, "MANIFEST_UNKNOWN"},
 			{"LeadingZeroTag", "GET", "platform/manifests/01.2.0", &cred, nil, http.StatusNotFound, "MANIFEST_UNKNOWN"},
 			{"MissingInRangeTag", "GET", "platform/manifests/1.9.9", &cred, nil, http.StatusNotFound, "MANIFEST_UNKNOWN"},
-			{"InRangeDigest", "GET", "platform/manifests/" + digestOf(t, in), &cred, nil, http.StatusOK, ""},
+			{"InRangeDigest", "GET", "platform/manifests/" + digestOf(t, in13), &cred, nil, http.StatusOK, ""},
 			{"IndexChildDigest", "GET", "platform/manifests/" + child, &cred, nil, http.StatusOK, ""},
 			{"OutOfRangeDigest", "GET", "platform/manifests/" + digestOf(t, out), &cred, nil, http.StatusNotFound, "MANIFEST_UNKNOWN"},
 			{"PrereleaseDigest", "GET", "platform/manifests/" + digestOf(t, rc), &cred, nil, http.StatusNotFound, "MANIFEST_UNKNOWN"},
@@ -134,7 +135,14 @@ func TestFront(t *testing.T) {
 			{"InRangeBlobHead", "HEAD", "platform/blobs/" + layerOf(t, in), &cred, nil, http.StatusOK, ""},
 			{"OutOfRangeBlob", "GET", "platform/blobs/" + layerOf(t, out), &cred, nil, http.StatusNotFound, "BLOB_UNKNOWN"},
 			{"OtherRepositoryBlobUnderOwnName", "GET", "platform/blobs/" + layerOf(t, kit), &cred, nil, http.StatusNotFound, "BLOB_UNKNOWN"},
-			{"NonSHA256Blob", "GET", "platform/blobs/sha512:" + strings.Repeat("a", 128), &cred, nil, http.StatusNotFound, "NAME_UNKNOWN"},
+			{"NonSHA256Blob", "GET", "platform/blobs/sha512:" + strings.Repeat("a", 128), &cred, nil, http.StatusNotFound, "BLOB_UNKNOWN"},
+			{"MalformedBlobDigest", "GET", "platform/blobs/sha256:abc", &cred, nil, http.StatusBadRequest, "DIGEST_INVALID"},
+			{"UppercaseBlobDigest", "GET", "platform/blobs/" + strings.ToUpper(layerOf(t, in)), &cred, nil, http.StatusBadRequest, "DIGEST_INVALID"},
+			{"MalformedManifestDigest", "GET", "platform/manifests/sha256:" + strings.Repeat("z", 64), &cred, nil, http.StatusBadRequest, "DIGEST_INVALID"},
+			{"MalformedManifestDigestHead", "HEAD", "platform/manifests/sha256:abc", &cred, nil, http.StatusBadRequest, ""},
+			{"BlobByTag", "GET", "platform/blobs/1.2.0", &cred, nil, http.StatusBadRequest, "DIGEST_INVALID"},
+			// Another repository's malformed digest reveals nothing.
+			{"OtherRepositoryMalformedDigest", "GET", "kit/blobs/sha256:abc", &cred, nil, http.StatusNotFound, "NAME_UNKNOWN"},
 			{"EncodedSlash", "GET", "platform%2F..%2Fkit/tags/list", &cred, nil, http.StatusNotFound, "NAME_UNKNOWN"},
 			{"UppercaseName", "GET", "PLATFORM/tags/list", &cred, nil, http.StatusNotFound, "NAME_UNKNOWN"},
 		}
@@ -196,6 +204,18 @@ func TestFront(t *testing.T) {
 			}
 		})
 
+		t.Run("UnsatisfiableRange", func(t *testing.T) {
+			// The answer's Content-Length is the body it sends: a
+			// client reading it whole meets no early end.
+			a := send(t, "GET", base+"platform/blobs/"+layerOf(t, in), &cred, map[string]string{"Range": "bytes=999999999-"})
+			if a.status != http.StatusRequestedRangeNotSatisfiable {
+				t.Fatalf("got %d, want 416", a.status)
+			}
+			if cl := a.header.Get("Content-Length"); cl != strconv.Itoa(len(a.body)) {
+				t.Errorf("Content-Length %q with a body of %d bytes", cl, len(a.body))
+			}
+		})
+
 		t.Run("PullsRecorded", func(t *testing.T) {
 			var out struct {
 				Pulls []struct {
@@ -203,8 +223,10 @@ func TestFront(t *testing.T) {
 				}
 			}
 			st, raw := p.Call("GET", p.KeyholderURL+"/v1/accounts/"+c.AccountID+"/pulls", c.Token, nil, &out)
-			// A manifest by tag counts, GET or HEAD (a tag resolved);
-			// refusals and fetches by digest do not. Newest first.
+			// A GET of a manifest by tag counts (1.2.0), and so does a
+			// GET by the digest a tag names itself (1.3.0's), under that
+			// tag; a HEAD (1.4.0), a GET of an index's child and the
+			// refusals do not. Newest first.
 			if st != 200 || len(out.Pulls) != 2 ||
 				out.Pulls[0].Tag != "1.3.0" || out.Pulls[0].Digest != digestOf(t, in13) ||
 				out.Pulls[1].Tag != "1.2.0" || out.Pulls[1].Digest != digestOf(t, in) ||

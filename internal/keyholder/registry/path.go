@@ -23,6 +23,34 @@ type Route struct {
 	Kind      string
 	Name      string // repository name
 	Reference string // tag or digest (manifests), digest (blobs)
+	// Refused, when set, is why the reference names nothing: RefInvalid
+	// (not a digest keyholder can read: 400 DIGEST_INVALID) or
+	// RefUnknown (a well-formed sha512 digest, which nothing keyholder
+	// resolves has: 404). Reference is then empty.
+	Refused string
+}
+
+// Why a route's reference names nothing.
+const (
+	RefInvalid = "invalid"
+	RefUnknown = "unknown"
+)
+
+// sha512Digest is a well-formed digest of the other registered algorithm.
+var sha512Digest = regexp.MustCompile(`^sha512:[a-f0-9]{128}$`)
+
+// refusal is why ref, a manifest's (blob false: a tag is fine) or a
+// blob's reference, names nothing; "" when it may name something.
+func refusal(ref string, blob bool) string {
+	switch {
+	case sha256Digest.MatchString(ref):
+		return ""
+	case sha512Digest.MatchString(ref):
+		return RefUnknown
+	case !blob && !strings.Contains(ref, ":"):
+		return ""
+	}
+	return RefInvalid
 }
 
 var (
@@ -57,14 +85,13 @@ func ParsePath(escaped string) (Route, bool) {
 		r.Kind, nameSegs = kindTags, segs[:n-2]
 	case n >= 3 && segs[n-2] == "manifests":
 		r.Kind, r.Reference, nameSegs = kindManifest, segs[n-1], segs[:n-2]
-		if !tagPattern.MatchString(r.Reference) && !sha256Digest.MatchString(r.Reference) {
+		r.Refused = refusal(r.Reference, false)
+		if r.Refused == "" && !tagPattern.MatchString(r.Reference) && !sha256Digest.MatchString(r.Reference) {
 			return Route{}, false
 		}
-	case n >= 3 && segs[n-2] == "blobs":
+	case n >= 3 && segs[n-2] == "blobs" && segs[n-1] != "uploads" && segs[n-1] != "":
 		r.Kind, r.Reference, nameSegs = kindBlob, segs[n-1], segs[:n-2]
-		if !sha256Digest.MatchString(r.Reference) {
-			return Route{}, false
-		}
+		r.Refused = refusal(r.Reference, true)
 	default:
 		return Route{}, false
 	}
@@ -76,6 +103,9 @@ func ParsePath(escaped string) (Route, bool) {
 	r.Name = strings.Join(nameSegs, "/")
 	if len(r.Name) > 255 {
 		return Route{}, false
+	}
+	if r.Refused != "" {
+		r.Reference = ""
 	}
 	return r, true
 }

@@ -15,35 +15,39 @@ func TestParsePath(t *testing.T) {
 		ok         bool
 		kind, repo string
 		wantRef    string
+		refused    string
 	}{
-		{"Base", "/v2/", true, "base", "", ""},
-		{"Tags", "/v2/platform/tags/list", true, "tags", "platform", ""},
-		{"ManifestByTag", "/v2/platform/manifests/1.2.3", true, "manifest", "platform", "1.2.3"},
-		{"ManifestByDigest", "/v2/platform/manifests/" + digest, true, "manifest", "platform", digest},
-		{"Blob", "/v2/platform/blobs/" + digest, true, "blob", "platform", digest},
-		{"NestedName", "/v2/team/platform/tags/list", true, "tags", "team/platform", ""},
-		{"DotDot", "/v2/platform/../kit/tags/list", false, "", "", ""},
-		{"Dot", "/v2/./platform/tags/list", false, "", "", ""},
-		{"EncodedSlash", "/v2/platform%2F..%2Fkit/tags/list", false, "", "", ""},
-		{"EncodedDot", "/v2/%2e%2e/tags/list", false, "", "", ""},
-		{"Uppercase", "/v2/Platform/tags/list", false, "", "", ""},
-		{"EmptySegment", "/v2/platform//tags/list", false, "", "", ""},
-		{"SHA512", "/v2/platform/blobs/sha512:" + strings.Repeat("a", 128), false, "", "", ""},
-		{"UppercaseHex", "/v2/platform/blobs/" + strings.ToUpper(digest), false, "", "", ""},
-		{"ShortDigest", "/v2/platform/blobs/sha256:abc", false, "", "", ""},
-		{"BuildMetadataTag", "/v2/platform/manifests/1.2.3+build", false, "", "", ""},
-		{"BlobByTag", "/v2/platform/blobs/1.2.3", false, "", "", ""},
-		{"Catalog", "/v2/_catalog", false, "", "", ""},
-		{"Uploads", "/v2/platform/blobs/uploads/", false, "", "", ""},
-		{"NoName", "/v2/tags/list", false, "", "", ""},
-		{"NotV2", "/v1/exchange", false, "", "", ""},
-		{"Backslash", "/v2/platform\\..\\kit/tags/list", false, "", "", ""},
+		{"Base", "/v2/", true, "base", "", "", ""},
+		{"Tags", "/v2/platform/tags/list", true, "tags", "platform", "", ""},
+		{"ManifestByTag", "/v2/platform/manifests/1.2.3", true, "manifest", "platform", "1.2.3", ""},
+		{"ManifestByDigest", "/v2/platform/manifests/" + digest, true, "manifest", "platform", digest, ""},
+		{"Blob", "/v2/platform/blobs/" + digest, true, "blob", "platform", digest, ""},
+		{"NestedName", "/v2/team/platform/tags/list", true, "tags", "team/platform", "", ""},
+		{"DotDot", "/v2/platform/../kit/tags/list", false, "", "", "", ""},
+		{"Dot", "/v2/./platform/tags/list", false, "", "", "", ""},
+		{"EncodedSlash", "/v2/platform%2F..%2Fkit/tags/list", false, "", "", "", ""},
+		{"EncodedDot", "/v2/%2e%2e/tags/list", false, "", "", "", ""},
+		{"Uppercase", "/v2/Platform/tags/list", false, "", "", "", ""},
+		{"EmptySegment", "/v2/platform//tags/list", false, "", "", "", ""},
+		{"SHA512", "/v2/platform/blobs/sha512:" + strings.Repeat("a", 128), true, "blob", "platform", "", registry.RefUnknown},
+		{"SHA512Manifest", "/v2/platform/manifests/sha512:" + strings.Repeat("a", 128), true, "manifest", "platform", "", registry.RefUnknown},
+		{"UppercaseHex", "/v2/platform/blobs/" + strings.ToUpper(digest), true, "blob", "platform", "", registry.RefInvalid},
+		{"ShortDigest", "/v2/platform/blobs/sha256:abc", true, "blob", "platform", "", registry.RefInvalid},
+		{"ShortDigestManifest", "/v2/platform/manifests/sha256:abc", true, "manifest", "platform", "", registry.RefInvalid},
+		{"UnknownAlgorithm", "/v2/platform/manifests/md5:abc", true, "manifest", "platform", "", registry.RefInvalid},
+		{"BuildMetadataTag", "/v2/platform/manifests/1.2.3+build", false, "", "", "", ""},
+		{"BlobByTag", "/v2/platform/blobs/1.2.3", true, "blob", "platform", "", registry.RefInvalid},
+		{"Catalog", "/v2/_catalog", false, "", "", "", ""},
+		{"Uploads", "/v2/platform/blobs/uploads/", false, "", "", "", ""},
+		{"NoName", "/v2/tags/list", false, "", "", "", ""},
+		{"NotV2", "/v1/exchange", false, "", "", "", ""},
+		{"Backslash", "/v2/platform\\..\\kit/tags/list", false, "", "", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, ok := registry.ParsePath(tt.path)
-			if ok != tt.ok || r.Kind != tt.kind || r.Name != tt.repo || r.Reference != tt.wantRef {
-				t.Errorf("ParsePath(%q) = %+v, %v; want kind %q name %q ref %q, %v", tt.path, r, ok, tt.kind, tt.repo, tt.wantRef, tt.ok)
+			if ok != tt.ok || r.Kind != tt.kind || r.Name != tt.repo || r.Reference != tt.wantRef || r.Refused != tt.refused {
+				t.Errorf("ParsePath(%q) = %+v, %v; want kind %q name %q ref %q refused %q, %v", tt.path, r, ok, tt.kind, tt.repo, tt.wantRef, tt.refused, tt.ok)
 			}
 		})
 	}
@@ -70,7 +74,10 @@ func FuzzParsePath(f *testing.F) {
 		if strings.ContainsAny(r.Name+r.Reference, "%+\\") || strings.Contains(r.Reference, "/") {
 			t.Fatalf("%q parsed to %+v", path, r)
 		}
-		if r.Kind == "blob" && !registry.IsDigest(r.Reference) {
+		if r.Refused != "" && r.Reference != "" {
+			t.Fatalf("%q: refused %q with reference %q", path, r.Refused, r.Reference)
+		}
+		if r.Kind == "blob" && r.Refused == "" && !registry.IsDigest(r.Reference) {
 			t.Fatalf("%q: blob by non-digest %q", path, r.Reference)
 		}
 		if strings.Contains(r.Reference, ":") && !registry.IsDigest(r.Reference) {

@@ -55,6 +55,20 @@ const (
 type reachSet struct {
 	at      time.Time
 	digests map[[32]byte]reachKind
+	// tags are the manifests the range's tags name themselves, each with
+	// the newest in-range tag naming it: fetching one by digest is a pull
+	// of that tag (a client resolves the tag with HEAD, then fetches).
+	tags map[[32]byte]string
+}
+
+// tagOf is the in-range tag whose own manifest is dgst; "" when it is
+// none's (a child of an index, or unknown).
+func (s *reachSet) tagOf(dgst string) string {
+	key, ok := digestKey(dgst)
+	if !ok {
+		return ""
+	}
+	return s.tags[key]
 }
 
 func (s *reachSet) add(dgst string, k reachKind) {
@@ -106,6 +120,12 @@ func newReachCache(u *Upstream) *reachCache {
 // reachable reports whether target (a manifest, or a blob when wantBlob)
 // hangs off one of repo's tags inside rng.
 func (c *reachCache) reachable(ctx context.Context, repo string, rng semver.Range, target string, wantBlob bool) (bool, error) {
+	_, ok, err := c.find(ctx, repo, rng, target, wantBlob)
+	return ok, err
+}
+
+// find is reachable with the set that answered.
+func (c *reachCache) find(ctx context.Context, repo string, rng semver.Range, target string, wantBlob bool) (*reachSet, bool, error) {
 	kind := reachManifest
 	if wantBlob {
 		kind = reachBlob
@@ -113,19 +133,19 @@ func (c *reachCache) reachable(ctx context.Context, repo string, rng semver.Rang
 	key := repo + "\x00" + rng.String()
 	set, err := c.get(ctx, key, repo, rng, time.Time{})
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	if set.has(target, kind) {
-		return true, nil
+		return set, true, nil
 	}
 	if c.now().Sub(set.at) < c.refresh {
-		return false, nil
+		return set, false, nil
 	}
 	// Maybe published since: resolve again, once for every caller.
 	if set, err = c.get(ctx, key, repo, rng, set.at); err != nil {
-		return false, err
+		return nil, false, err
 	}
-	return set.has(target, kind), nil
+	return set, set.has(target, kind), nil
 }
 
 // get returns key's set when it is younger than the TTL and newer than
@@ -211,12 +231,13 @@ func (c *reachCache) resolve(ctx context.Context, repo string, rng semver.Range)
 	at := c.now()
 	tags, err := inRange(ctx, c.upstream, repo, rng)
 	if errors.Is(err, errNotFound) {
-		return &reachSet{at: at, digests: map[[32]byte]reachKind{}}, nil
+		return &reachSet{at: at, digests: map[[32]byte]reachKind{}, tags: map[[32]byte]string{}}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	trees := make([]*reachSet, len(tags))
+	roots := make([]string, len(tags))
 	errs := make([]error, len(tags))
 	sem := make(chan struct{}, resolveParallel)
 	var wg sync.WaitGroup
@@ -235,18 +256,21 @@ func (c *reachCache) resolve(ctx context.Context, repo string, rng semver.Range)
 			}
 			t := &reachSet{digests: map[[32]byte]reachKind{}}
 			errs[i] = c.upstream.walk(ctx, repo, root, t, 0)
-			trees[i] = t
+			trees[i], roots[i] = t, root
 		}()
 	}
 	wg.Wait()
-	set := &reachSet{at: at, digests: map[[32]byte]reachKind{}}
-	for i := range tags {
+	set := &reachSet{at: at, digests: map[[32]byte]reachKind{}, tags: map[[32]byte]string{}}
+	for i, tag := range tags { // newest first
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
 		if trees[i] != nil {
 			for k, v := range trees[i].digests {
 				set.digests[k] |= v
+			}
+			if key, ok := digestKey(roots[i]); ok && set.tags[key] == "" {
+				set.tags[key] = tag
 			}
 		}
 	}
