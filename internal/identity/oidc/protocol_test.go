@@ -334,3 +334,31 @@ func TestEmailVerifiedGoesWithEmail(t *testing.T) {
 		}
 	})
 }
+
+// TestDatabaseDownFailsClosed: with identity's database gone, the token
+// and userinfo endpoints answer 503 in JSON, never 500, and no tokens.
+func TestDatabaseDownFailsClosed(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		w := newWorld(t, engine)
+		c, secret := w.client(t, false)
+		_, conf := w.relyingParty(t, c, secret)
+		v := oauth2.GenerateVerifier()
+		tok, err := conf.Exchange(w.ctx, w.code(t, conf, oauth2.S256ChallengeOption(v)), oauth2.VerifierOption(v))
+		if err != nil {
+			t.Fatalf("exchange: %v", err)
+		}
+		w.env.DB.Close()
+		for name, a := range map[string]answer{
+			"Token": w.post(t, "/oauth2/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}, basic(c.ID, secret)),
+			"Userinfo": func() answer {
+				req, _ := http.NewRequest(http.MethodGet, identitytest.Issuer+"/oauth2/userinfo", nil)
+				req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+				return w.do(t, req)
+			}(),
+		} {
+			if a.status != http.StatusServiceUnavailable || a.body["error"] != "server_error" {
+				t.Errorf("%s: got %d %q, want 503 server_error", name, a.status, a.raw)
+			}
+		}
+	})
+}
