@@ -4,13 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"code.dny.dev/ssrf"
 	"github.com/google/uuid"
 
 	"github.com/platformco/platform/internal/errs"
@@ -185,9 +186,9 @@ func (w *Webhooks) checkURL(f *errs.Fields, raw string) {
 
 // CheckEndpointURL returns "" for a URL an endpoint may have, else the
 // rule it breaks: https only (http to a loopback address only in
-// development), no credentials, and no loopback, private, link-local or
-// unspecified literal address outside development. Host names are
-// checked again on the address each connection reaches.
+// development), no credentials, and no literal address that is not
+// PublicAddress outside development. Host names are checked again on the
+// address each connection reaches.
 func CheckEndpointURL(raw string, development bool) string {
 	u, err := url.Parse(raw)
 	if raw == "" {
@@ -197,8 +198,8 @@ func CheckEndpointURL(raw string, development bool) string {
 		return RuleInvalid
 	}
 	host := u.Hostname()
-	ip := net.ParseIP(host)
-	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	ip, literal := netip.ParseAddr(host)
+	loopback := host == "localhost" || (literal == nil && ip.Unmap().IsLoopback())
 	switch u.Scheme {
 	case "https":
 	case "http":
@@ -208,7 +209,7 @@ func CheckEndpointURL(raw string, development bool) string {
 	default:
 		return "https_required"
 	}
-	if ip != nil && !development && !PublicAddress(ip) {
+	if literal == nil && !development && !PublicAddress(ip) {
 		return "private_address"
 	}
 	if loopback && !development {
@@ -217,12 +218,27 @@ func CheckEndpointURL(raw string, development bool) string {
 	return ""
 }
 
-// PublicAddress reports whether ip may be reached outside development.
-func PublicAddress(ip net.IP) bool {
-	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() ||
-		// 100.64.0.0/10 (carrier-grade NAT) and 0.0.0.0/8 reach no public host either.
-		(ip.To4() != nil && (ip.To4()[0] == 0 || (ip.To4()[0] == 100 && ip.To4()[1]&0xc0 == 64))))
+// addressGuard holds the ranges of IANA's IPv4 and IPv6 special-purpose
+// registries that are not globally reachable (and everything outside
+// IPv6's global unicast 2000::/3), as code.dny.dev/ssrf keeps them; ports
+// and networks are the client's business.
+var addressGuard = ssrf.New(ssrf.WithAnyPort(), ssrf.WithAnyNetwork())
+
+// PublicAddress reports whether ip may be reached outside development: a
+// globally reachable address. An address that embeds an IPv4 address is
+// judged by it where the embedding is a real path to it: IPv4-mapped
+// (::ffff:0:0/96) and well-known NAT64 (64:ff9b::/96, which an IPv6-only
+// host reaches IPv4 through), so 64:ff9b::a9fe:a9fe is the metadata
+// address and refused. The other embeddings are refused whatever they
+// carry: local-use NAT64 64:ff9b:1::/48, 6to4 2002::/16, IPv4-compatible
+// ::/96 and Teredo 2001::/32 are not globally reachable.
+func PublicAddress(ip netip.Addr) bool {
+	ip = ip.WithZone("").Unmap()
+	if ssrf.IPv6NAT64Prefix.Contains(ip) {
+		b := ip.As16()
+		ip = netip.AddrFrom4([4]byte(b[12:]))
+	}
+	return ip.IsValid() && addressGuard.SafeAddr(ip) == nil
 }
 
 func checkTypes(f *errs.Fields, types []string) {

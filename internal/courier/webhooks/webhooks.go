@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"syscall"
@@ -97,7 +98,22 @@ func Sign(secret, id string, ts int64, body []byte) (string, error) {
 }
 
 // ErrAddressRefused is a connection to an address endpoints may not reach.
-var ErrAddressRefused = errors.New("the endpoint's address is loopback, private or link-local")
+var ErrAddressRefused = errors.New("the endpoint's address is not a public one")
+
+// guard admits a connection to address (the resolved ip:port a dial is
+// about to reach) when it is courier.PublicAddress, or loopback in
+// development; anything else is ErrAddressRefused.
+func guard(address string, development bool) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return ErrAddressRefused
+	}
+	ip := ap.Addr()
+	if courier.PublicAddress(ip) || (development && ip.Unmap().IsLoopback()) {
+		return nil
+	}
+	return ErrAddressRefused
+}
 
 // ClientOptions configure the delivery client.
 type ClientOptions struct {
@@ -125,18 +141,7 @@ func NewClientWith(o ClientOptions) *http.Client {
 	}
 	development := o.Development
 	dialer := &net.Dialer{Timeout: 5 * time.Second, Resolver: o.Resolver, Control: func(_, address string, _ syscall.RawConn) error {
-		host, _, err := net.SplitHostPort(address)
-		if err != nil {
-			return ErrAddressRefused
-		}
-		ip := net.ParseIP(host)
-		if ip == nil {
-			return ErrAddressRefused
-		}
-		if courier.PublicAddress(ip) || (development && ip.IsLoopback()) {
-			return nil
-		}
-		return ErrAddressRefused
+		return guard(address, development)
 	}}
 	return &http.Client{
 		Timeout: o.Timeout,

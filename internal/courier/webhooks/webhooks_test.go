@@ -354,7 +354,7 @@ func TestAddressGuardAtConnectTime(t *testing.T) {
 		e.api.JSON("GET", e.path("/"+c.Endpoint.ID+"/deliveries"), "", 200, &log, openapitest.Bearer(e.owner))
 		return len(log.Deliveries) == 1 && len(log.Deliveries[0].Attempts) > 0
 	})
-	if got := log.Deliveries[0].Attempts[0].Error; !strings.Contains(got, "loopback, private or link-local") {
+	if got := log.Deliveries[0].Attempts[0].Error; !strings.Contains(got, "not a public one") {
 		t.Errorf("attempt error = %q, want the address refusal", got)
 	}
 	if len(r.bodies) != 0 || r.bad != 0 {
@@ -669,6 +669,8 @@ func TestAddressGuardOnResolvedNames(t *testing.T) {
 			"hooks.customer.test":    "127.0.0.1",
 			"intranet.customer.test": "10.20.30.40",
 			"metadata.customer.test": "169.254.169.254",
+			"bench.customer.test":    "198.18.0.1",
+			"reserved.customer.test": "240.0.0.1",
 		})
 		r := newReceiver(t)
 		_, port, _ := strings.Cut(strings.TrimPrefix(r.URL, "http://"), ":")
@@ -687,7 +689,7 @@ func TestAddressGuardOnResolvedNames(t *testing.T) {
 		}
 
 		prod := webhooks.NewClientWith(webhooks.ClientOptions{Resolver: dns.resolver()})
-		for _, name := range []string{"hooks.customer.test:" + port, "intranet.customer.test", "metadata.customer.test"} {
+		for _, name := range []string{"hooks.customer.test:" + port, "intranet.customer.test", "metadata.customer.test", "bench.customer.test", "reserved.customer.test"} {
 			if _, err := prod.Get("http://" + name + "/"); !errors.Is(err, webhooks.ErrAddressRefused) {
 				t.Errorf("GET http://%s/ = %v, want the address refusal", name, err)
 			}
@@ -704,7 +706,7 @@ func TestAddressGuardOnResolvedNames(t *testing.T) {
 			log = e.deliveryLog(c.Endpoint.ID)
 			return len(log.Deliveries) == 1 && len(log.Deliveries[0].Attempts) > 0
 		})
-		if a := log.Deliveries[0].Attempts[0]; a.StatusCode != nil || !strings.Contains(a.Error, "loopback, private or link-local") {
+		if a := log.Deliveries[0].Attempts[0]; a.StatusCode != nil || !strings.Contains(a.Error, "not a public one") {
 			t.Errorf("attempt = %+v, want the address refusal", a)
 		}
 		r.mu.Lock()
