@@ -67,10 +67,14 @@ type EndpointPatch struct {
 
 // Delivery is one event's delivery to one endpoint, with its attempts.
 type Delivery struct {
-	Seq                  int64
-	ID, EndpointID       string
-	EventID, EventType   string
-	Status               string
+	Seq                int64
+	ID, EndpointID     string
+	EventID, EventType string
+	Status             string
+	// Waiting is a pending delivery behind an earlier pending delivery of
+	// its endpoint and subject; it has no next attempt until that one is
+	// delivered or finally fails.
+	Waiting              bool
 	Attempts             int
 	NextAttemptAt        *time.Time
 	CreatedAt, UpdatedAt time.Time
@@ -89,8 +93,11 @@ type DeliveryAttempt struct {
 // ClaimedDelivery is a due delivery leased to one attempt.
 type ClaimedDelivery struct {
 	ID, EndpointID, URL, EventID, AttemptID string
-	Body, SealedSecret                      []byte
-	Attempts                                int // including this one
+	// Subject is the event's subject: with the endpoint, the queue whose
+	// order the delivery keeps.
+	Subject            string
+	Body, SealedSecret []byte
+	Attempts           int // including this one
 }
 
 // WebhookStore is the webhooks' persistence port.
@@ -110,7 +117,11 @@ type WebhookStore interface {
 
 	// ClaimDeliveries leases up to limit due deliveries of enabled
 	// endpoints for lease, under one new attempt id for the claimed set,
-	// which only RecordAttempts of that attempt id can settle.
+	// which only RecordAttempts of that attempt id can settle. Deliveries
+	// to an endpoint keep the stream's order per subject: one is claimed
+	// only when no earlier delivery of its (endpoint, subject) is pending,
+	// in flight or waiting for a retry; different subjects and endpoints
+	// go concurrently.
 	ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]ClaimedDelivery, error)
 	// RecordAttempts records attempts' outcomes, in one transaction, each
 	// only while its attempt id still holds the delivery: success, or a

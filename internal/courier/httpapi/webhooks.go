@@ -41,13 +41,14 @@ type deliveryJSON struct {
 	EventID       string        `json:"event_id"`
 	EventType     string        `json:"event_type"`
 	Status        string        `json:"status"`
+	Waiting       bool          `json:"waiting"`
 	Attempts      []attemptJSON `json:"attempts"`
 	NextAttemptAt *time.Time    `json:"next_attempt_at"`
 	CreatedAt     time.Time     `json:"created_at"`
 }
 
 func deliveryOut(d courier.Delivery) deliveryJSON {
-	out := deliveryJSON{ID: d.ID, EventID: d.EventID, EventType: d.EventType, Status: d.Status, NextAttemptAt: d.NextAttemptAt,
+	out := deliveryJSON{ID: d.ID, EventID: d.EventID, EventType: d.EventType, Status: d.Status, Waiting: d.Waiting, NextAttemptAt: d.NextAttemptAt,
 		CreatedAt: d.CreatedAt, Attempts: []attemptJSON{}}
 	for _, a := range d.Log {
 		j := attemptJSON{At: a.At, LatencyMS: a.Latency.Milliseconds(), Response: a.Response, Error: a.Error}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,16 +147,16 @@ func (s *Store) DeleteEndpoint(ctx context.Context, accountID, id string) error 
 	})
 }
 
-const deliveryColumns = `d.seq, d.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.attempts, d.next_attempt_at, d.created_at, d.updated_at`
+const deliveryColumns = `d.seq, d.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.waiting, d.attempts, d.next_attempt_at, d.created_at, d.updated_at`
 
 func scanDelivery(sc interface{ Scan(...any) error }) (courier.Delivery, error) {
 	var d courier.Delivery
 	var next, created, updated sqldb.TimeValue
-	if err := sc.Scan(&d.Seq, &d.ID, &d.EndpointID, &d.EventID, &d.EventType, &d.Status, &d.Attempts, &next, &created, &updated); err != nil {
+	if err := sc.Scan(&d.Seq, &d.ID, &d.EndpointID, &d.EventID, &d.EventType, &d.Status, &d.Waiting, &d.Attempts, &next, &created, &updated); err != nil {
 		return d, err
 	}
 	d.CreatedAt, d.UpdatedAt = time.Time(created), time.Time(updated)
-	if d.Status == courier.DeliveryPending {
+	if d.Status == courier.DeliveryPending && !d.Waiting {
 		t := time.Time(next)
 		d.NextAttemptAt = &t
 	}
@@ -214,12 +215,14 @@ func (s *Store) attempts(ctx context.Context, deliveryID string) ([]courier.Deli
 	return out, rows.Err()
 }
 
-// RetryDelivery implements courier.WebhookStore.
+// RetryDelivery implements courier.WebhookStore. The delivery is due at
+// once, but still after any earlier pending delivery of its queue: the
+// claim keeps the order whatever the waiting flag says.
 func (s *Store) RetryDelivery(ctx context.Context, accountID, endpointID, id string) (courier.Delivery, error) {
 	var d courier.Delivery
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		res, err := tx.Exec(ctx, `
-			UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $4, attempt_id = NULL, updated_at = $4
+			UPDATE webhook_deliveries SET status = 'pending', waiting = false, next_attempt_at = $4, attempt_id = NULL, updated_at = $4
 			WHERE id = $1 AND endpoint_id = $2 AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE account_id = $3)`,
 			id, endpointID, accountID, tx.Now)
 		if err != nil {
@@ -238,8 +241,15 @@ func (s *Store) RetryDelivery(ctx context.Context, accountID, endpointID, id str
 // (which has recorded the envelope ids), it adds one pending delivery per
 // enabled endpoint of each event's account subscribed to the event's
 // type. Set-wise, as deliveries come by the thousand a second: one read of
-// the endpoints of the batch's accounts, one insert of its deliveries.
-// The UNIQUE (endpoint, event) makes a repeat a no-op.
+// the endpoints of the batch's accounts, one insert of its deliveries,
+// one promotion of its queues' heads. The UNIQUE (endpoint, event) makes
+// a repeat a no-op.
+//
+// Each delivery joins its queue, (endpoint, subject), at the event's
+// stream sequence, waiting; then the earliest pending delivery of each
+// queue the batch touched stops waiting. Under the queues' locks, which
+// the settling of a delivery takes too, so a delivery never waits behind
+// one that settled without promoting it.
 func Enqueue(ctx context.Context, tx *sqldb.Tx, batch []consumer.Event) error {
 	var accounts []any
 	seen := map[string]bool{}
@@ -277,8 +287,13 @@ func Enqueue(ctx context.Context, tx *sqldb.Tx, batch []consumer.Event) error {
 	if err := rows.Err(); err != nil || len(endpoints) == 0 {
 		return err
 	}
-	type delivery struct{ endpoint, eventID, eventType, body string }
+	type delivery struct {
+		id, endpoint, eventID, eventType, subject, body string
+		seq                                             uint64
+	}
 	var deliveries []delivery
+	var queues []queue
+	seenQueue := map[queue]bool{}
 	for _, e := range batch {
 		body := ""
 		for _, ep := range endpoints[e.Subject] {
@@ -294,30 +309,107 @@ func Enqueue(ctx context.Context, tx *sqldb.Tx, batch []consumer.Event) error {
 				}
 				body = string(b)
 			}
-			deliveries = append(deliveries, delivery{ep.id, e.ID, e.Type, body})
+			d := delivery{ids.New(), ep.id, e.ID, e.Type, e.Subject, body, e.Seq}
+			deliveries = append(deliveries, d)
+			q := queue{ep.id, e.Subject}
+			if !seenQueue[q] {
+				seenQueue[q] = true
+				queues = append(queues, q)
+			}
 		}
+	}
+	if len(deliveries) == 0 {
+		return nil
+	}
+	if err := lockQueues(ctx, tx, queues); err != nil {
+		return err
 	}
 	// At most deliveriesPerInsert rows a statement, so its parameters stay
 	// within both engines' limits.
 	for chunk := range slices.Chunk(deliveries, deliveriesPerInsert) {
 		var q strings.Builder
-		q.WriteString(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, body, status, next_attempt_at, created_at, updated_at) VALUES `)
-		args := make([]any, 1, 1+5*len(chunk))
+		q.WriteString(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, subject, stream_seq, body, status, waiting, next_attempt_at, created_at, updated_at) VALUES `)
+		args := make([]any, 1, 1+7*len(chunk))
 		args[0] = tx.Now
 		for i, d := range chunk {
 			if i > 0 {
 				q.WriteString(", ")
 			}
 			n := len(args)
-			fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, 'pending', $1, $1, $1)", n+1, n+2, n+3, n+4, n+5)
-			args = append(args, ids.New(), d.endpoint, d.eventID, d.eventType, d.body)
+			fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, 'pending', true, $1, $1, $1)", n+1, n+2, n+3, n+4, n+5, n+6, n+7)
+			args = append(args, d.id, d.endpoint, d.eventID, d.eventType, d.subject, int64(d.seq), d.body)
 		}
 		q.WriteString(` ON CONFLICT (endpoint_id, event_id) DO NOTHING`)
 		if _, err := tx.Exec(ctx, q.String(), args...); err != nil {
 			return err
 		}
 	}
-	return nil
+	return promoteHeads(ctx, tx, queues)
+}
+
+// queue is the unit of webhook order: an endpoint and an event subject.
+type queue struct{ endpoint, subject string }
+
+// queueLockClass is the first key of the PostgreSQL advisory locks on
+// webhook queues, so they cannot be taken for another purpose's lock.
+const queueLockClass = 0x77686b71 // "whkq"
+
+// lockQueues holds the queues, until the transaction ends, against the
+// other transactions that add to them or settle their deliveries: on
+// PostgreSQL by an advisory lock per queue (a 32-bit hash of it; two
+// queues that share one merely wait for each other), taken in the keys'
+// order so two transactions never wait on each other in a cycle. SQLite's
+// transactions hold the database's write lock already.
+func lockQueues(ctx context.Context, tx *sqldb.Tx, queues []queue) error {
+	if tx.DB().Engine != sqldb.Postgres || len(queues) == 0 {
+		return nil
+	}
+	keys := make([]int32, 0, len(queues))
+	for _, q := range queues {
+		h := fnv.New32a()
+		h.Write([]byte(q.endpoint))
+		h.Write([]byte{0})
+		h.Write([]byte(q.subject))
+		keys = append(keys, int32(h.Sum32()))
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	var list strings.Builder
+	list.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			list.WriteByte(',')
+		}
+		list.WriteString(strconv.Itoa(int(k)))
+	}
+	list.WriteByte('}')
+	// The subquery's ORDER BY hands the keys to the lock calls in order.
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, k) FROM (SELECT unnest($2::int4[]) AS k ORDER BY 1) AS keys`,
+		queueLockClass, list.String())
+	return err
+}
+
+// promoteHeads lets the earliest pending delivery of each of queues stop
+// waiting: after deliveries joined them, or one of their deliveries
+// settled. The caller holds the queues.
+func promoteHeads(ctx context.Context, tx *sqldb.Tx, queues []queue) error {
+	if len(queues) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	q.WriteString(`UPDATE webhook_deliveries SET waiting = false WHERE waiting AND id IN (`)
+	args := make([]any, 0, 2*len(queues))
+	for i, qu := range queues {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		fmt.Fprintf(&q, `(SELECT id FROM webhook_deliveries WHERE endpoint_id = $%d AND subject = $%d AND status = 'pending' ORDER BY stream_seq, seq LIMIT 1)`,
+			len(args)+1, len(args)+2)
+		args = append(args, qu.endpoint, qu.subject)
+	}
+	q.WriteString(`)`)
+	_, err := tx.Exec(ctx, q.String(), args...)
+	return err
 }
 
 const deliveriesPerInsert = 500
@@ -327,6 +419,12 @@ const deliveriesPerInsert = 500
 // set (skip-locked on PostgreSQL, so replicas take disjoint sets). One
 // select and one update whatever the batch, not a statement per delivery:
 // on PostgreSQL each statement is a round trip.
+//
+// Only a delivery that no earlier pending delivery of its queue precedes
+// (in flight or waiting for its retry) is claimed: the waiting ones are
+// not in the due index at all, and the NOT EXISTS, one probe of the
+// queue index per candidate, holds the order for the rest (a manual
+// retry, an event the stream handed over after a later one).
 func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]courier.ClaimedDelivery, error) {
 	var out []courier.ClaimedDelivery
 	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
@@ -336,9 +434,11 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 			lock = " FOR UPDATE OF d SKIP LOCKED"
 		}
 		rows, err := tx.Query(ctx, `
-			SELECT d.id, d.endpoint_id, e.url, d.event_id, d.body, e.secret_sealed, d.attempts
+			SELECT d.id, d.endpoint_id, d.subject, e.url, d.event_id, d.body, e.secret_sealed, d.attempts
 			FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-			WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND NOT e.disabled
+			WHERE d.status = 'pending' AND NOT d.waiting AND d.next_attempt_at <= $1 AND NOT e.disabled
+			AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
+				WHERE p.endpoint_id = d.endpoint_id AND p.subject = d.subject AND p.status = 'pending' AND p.stream_seq < d.stream_seq)
 			ORDER BY d.next_attempt_at LIMIT $2`+lock, tx.Now, limit)
 		if err != nil {
 			return err
@@ -346,7 +446,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 		for rows.Next() {
 			var c courier.ClaimedDelivery
 			var body string
-			if err := rows.Scan(&c.ID, &c.EndpointID, &c.URL, &c.EventID, &body, &c.SealedSecret, &c.Attempts); err != nil {
+			if err := rows.Scan(&c.ID, &c.EndpointID, &c.Subject, &c.URL, &c.EventID, &body, &c.SealedSecret, &c.Attempts); err != nil {
 				rows.Close()
 				return err
 			}
@@ -391,11 +491,27 @@ func placeholders(from, n int) string {
 // update per lease, one insert of their log rows, one update of their
 // endpoints) before the failures, one by one: so an endpoint with a
 // success and a failure in one batch starts its failure clock afresh.
+// Last, the next delivery of each queue whose delivery settled (delivered
+// or finally failed) stops waiting, under the queues' locks taken first.
 func (s *Store) RecordAttempts(ctx context.Context, outcomes []courier.AttemptOutcome) error {
 	if len(outcomes) == 0 {
 		return nil
 	}
+	var queues []queue
+	seen := map[queue]bool{}
+	for _, o := range outcomes {
+		if !o.OK && o.Next != nil {
+			continue
+		}
+		if q := (queue{o.Delivery.EndpointID, o.Delivery.Subject}); !seen[q] {
+			seen[q] = true
+			queues = append(queues, q)
+		}
+	}
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		if err := lockQueues(ctx, tx, queues); err != nil {
+			return err
+		}
 		if err := recordSuccesses(ctx, tx, outcomes); err != nil {
 			return err
 		}
@@ -407,7 +523,7 @@ func (s *Store) RecordAttempts(ctx context.Context, outcomes []courier.AttemptOu
 				return err
 			}
 		}
-		return nil
+		return promoteHeads(ctx, tx, queues)
 	})
 }
 

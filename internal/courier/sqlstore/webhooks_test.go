@@ -119,3 +119,108 @@ func pendingCount(t *testing.T, db *sqldb.DB) int {
 	}
 	return n
 }
+
+// TestClaimKeepsTheStreamOrderPerQueue: deliveries to one endpoint about
+// one subject are claimed one at a time in the stream's order, a later
+// one only once the earlier one is delivered or finally failed (not while
+// it is in flight, waits for a retry, or its lease has passed to be
+// claimed again); other endpoints' queues go meanwhile. An event the
+// stream handed over after a later one of its queue goes first.
+func TestClaimKeepsTheStreamOrderPerQueue(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		db, s := open(t, engine)
+		a, b := ids.New(), ids.New()
+		endpoint := func(account string) string {
+			t.Helper()
+			e, err := s.CreateEndpoint(ctx, courier.Endpoint{ID: ids.New(), AccountID: account, URL: "https://hooks.example.com/" + account,
+				EventTypes: []string{"identity.member.joined", "identity.member.removed"}}, []byte("sealed"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e.ID
+		}
+		endpoint(a)
+		endpoint(b)
+		event := func(typ, subject string, seq uint64) consumer.Event {
+			return consumer.Event{Ctx: ctx, Seq: seq, Envelope: events.Envelope{SpecVersion: events.SpecVersion, ID: ids.New(), Type: typ,
+				Source: "identity", Subject: subject, Time: time.Now().UTC(), Data: []byte(`{}`)}}
+		}
+		enqueue := func(batch ...consumer.Event) {
+			t.Helper()
+			if err := db.InTx(ctx, func(tx *sqldb.Tx) error { return sqlstore.Enqueue(ctx, tx, batch) }); err != nil {
+				t.Fatalf("Enqueue: %v", err)
+			}
+		}
+		claim := func(lease time.Duration) map[string]courier.ClaimedDelivery {
+			t.Helper()
+			got, err := s.ClaimDeliveries(ctx, 50, lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]courier.ClaimedDelivery{}
+			for _, c := range got {
+				out[c.EventID] = c
+			}
+			return out
+		}
+		expect := func(step string, got map[string]courier.ClaimedDelivery, want ...consumer.Event) {
+			t.Helper()
+			ok := len(got) == len(want)
+			for _, w := range want {
+				if _, in := got[w.ID]; !in {
+					ok = false
+				}
+			}
+			if !ok {
+				var names []string
+				for id := range got {
+					names = append(names, id)
+				}
+				t.Fatalf("%s: claimed %v, want %d deliveries: %v", step, names, len(want), want)
+			}
+		}
+		record := func(c courier.ClaimedDelivery, ok bool, next *time.Time) {
+			t.Helper()
+			if err := s.RecordAttempts(ctx, []courier.AttemptOutcome{{Delivery: c, OK: ok, Next: next,
+				Attempt: courier.DeliveryAttempt{At: time.Now(), StatusCode: 200}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		joined, removed, again := event("identity.member.joined", a, 10), event("identity.member.removed", a, 11), event("identity.member.joined", a, 13)
+		other := event("identity.member.joined", b, 12)
+		enqueue(joined, removed, other)
+		enqueue(again)
+
+		first := claim(time.Minute)
+		expect("the heads", first, joined, other)
+		expect("while the head is in flight", claim(time.Minute))
+		record(first[other.ID], true, nil)
+
+		due := time.Now().Add(-time.Second)
+		record(first[joined.ID], false, &due)
+		retry := claim(-time.Second) // a lease that has already passed
+		expect("the head's retry", retry, joined)
+		reclaimed := claim(time.Minute)
+		expect("the head again, its lease passed", reclaimed, joined)
+		if err := s.RecordAttempts(ctx, []courier.AttemptOutcome{{Delivery: retry[joined.ID], OK: true}}); err != nil {
+			t.Fatal(err) // the passed lease's outcome is not recorded
+		}
+		expect("while the head is claimed again", claim(time.Minute))
+		// The head fails for good on its second claim: the next one goes.
+		record(reclaimed[joined.ID], false, nil)
+		second := claim(time.Minute)
+		expect("after the head failed for good", second, removed)
+
+		// An earlier event of the queue the stream handed over late goes
+		// at once; the later ones still wait for both.
+		late := event("identity.member.joined", a, 5)
+		enqueue(late)
+		third := claim(time.Minute)
+		expect("the late earlier event", third, late)
+		record(second[removed.ID], true, nil)
+		expect("while the late one is in flight", claim(time.Minute))
+		record(third[late.ID], true, nil)
+		expect("the last", claim(time.Minute), again)
+	})
+}

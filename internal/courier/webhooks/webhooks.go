@@ -2,7 +2,10 @@
 // endpoints: a stream consumer (the consumer library, deduplicating on the
 // envelope id) turns each matching event into one pending delivery per
 // endpoint, and a delivery loop POSTs them, signed by the Standard
-// Webhooks scheme, retrying on courier.RetrySchedule. Outbound connections
+// Webhooks scheme, retrying on courier.RetrySchedule. Deliveries to one
+// endpoint keep the stream's order per subject: a later event waits until
+// the earlier one is delivered or finally fails (the store's claim holds
+// the order, across restarts and replicas). Outbound connections
 // go only to public addresses (outside development), checked on the
 // address each connection actually reaches, so DNS cannot steer them.
 package webhooks
@@ -164,10 +167,11 @@ const BusyPoll = courier.BusyPoll
 // DefaultWorkers is how many deliveries one process has in flight at
 // most, and how many idle connections it keeps per endpoint host. By
 // Little's law the in-flight count bounds the rate at count ÷ latency:
-// 32 sustain thousands of deliveries/s to a receiver answering in a few
+// 32 sustain thousands of deliveries/s to receivers answering in a few
 // milliseconds and still 3,200/s at 10 ms, as many as the closed-loop
-// clients of the bench's bare POST loop, while one customer endpoint
-// never sees more than 32 concurrent requests from a replica. With 8
+// clients of the bench's bare POST loop. One endpoint sees at most one
+// request per subject at a time (the order rule), so the concurrency is
+// across subjects and endpoints. With 8
 // (one batch's posts at a time) the loop waited on its own claims and
 // records; 16 and 32 measured 2,587 and 3,241 deliveries/s on SQLite.
 const DefaultWorkers = 32
@@ -256,12 +260,16 @@ func (d *Deliverer) pipeline() courier.Pipeline[courier.ClaimedDelivery, courier
 
 // record records outcomes in one transaction, on a context that outlives
 // ctx's cancellation, so a stopping process keeps the answers it got.
+// A delivery that settled lets the next of its queue go, so the loop
+// looks for it at once rather than after its pause.
 func (d *Deliverer) record(ctx context.Context, outcomes []courier.AttemptOutcome) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := d.store.RecordAttempts(rctx, outcomes); err != nil {
 		d.logger.Error("webhooks: recording the attempts failed; they are made again when their leases end", "err", err.Error(), "attempts", len(outcomes))
+		return
 	}
+	d.Kick()
 }
 
 func (d *Deliverer) attempt(ctx context.Context, c courier.ClaimedDelivery) courier.AttemptOutcome {

@@ -65,11 +65,15 @@ import (
 	"github.com/platformco/platform/internal/sqldb"
 )
 
-// Event is one event of the batch a Handler applies: its envelope, and the
-// context of its own span (continuing the publisher's trace), under which
-// the statements made for it alone belong.
+// Event is one event of the batch a Handler applies: its envelope, its
+// sequence in the stream, and the context of its own span (continuing the
+// publisher's trace), under which the statements made for it alone
+// belong.
 type Event struct {
 	Ctx context.Context
+	// Seq is the event's sequence in the stream: the stream's order, for
+	// a handler that keeps it across batches and replicas.
+	Seq uint64
 	events.Envelope
 }
 
@@ -350,7 +354,7 @@ func (c *Consumer) applyBatch(ctx context.Context, due []pending) error {
 	batch := make([]Event, len(due))
 	ends := make([]func(error), len(due))
 	for i, p := range due {
-		batch[i].Envelope = p.env
+		batch[i].Envelope, batch[i].Seq = p.env, p.meta.Sequence.Stream
 		batch[i].Ctx, ends[i] = c.startSpan(ctx, p.msg, p.env)
 	}
 	err := c.db.InTx(ctx, func(tx *sqldb.Tx) error {

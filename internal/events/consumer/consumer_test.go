@@ -551,6 +551,7 @@ func TestBatchHandlerGetsFreshEventsInOrder(t *testing.T) {
 
 		var mu sync.Mutex
 		var calls [][]string
+		seqs := map[string]uint64{}
 		h := func(ctx context.Context, tx *sqldb.Tx, batch []Event) error {
 			var got []string
 			for _, e := range batch {
@@ -562,6 +563,9 @@ func TestBatchHandlerGetsFreshEventsInOrder(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls = append(calls, got)
+			for _, e := range batch {
+				seqs[e.ID] = e.Seq
+			}
 			return nil
 		}
 		var commits atomic.Int64
@@ -587,6 +591,13 @@ func TestBatchHandlerGetsFreshEventsInOrder(t *testing.T) {
 		}
 		if most < 2 {
 			t.Errorf("at most %d events in one call, want batches", most)
+		}
+		// Each event carries its sequence in the stream (the fresh
+		// stream's first n messages are all's, in order).
+		for _, e := range all {
+			if want := uint64(order[e.ID] + 1); seqs[e.ID] != want {
+				t.Errorf("event %d: Seq = %d, want its stream sequence %d", order[e.ID], seqs[e.ID], want)
+			}
 		}
 		// Committed tells of each transaction that applied events, and of
 		// no other (the late copy applied nothing).
