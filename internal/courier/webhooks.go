@@ -87,8 +87,37 @@ type DeliveryAttempt struct {
 	StatusCode int // 0 when no answer came
 	Latency    time.Duration
 	Response   string // the first 1 KiB of the answer's body
-	Error      string
+	// ErrorCategory is why the attempt failed (one of the Attempt*
+	// categories; "" when it succeeded), and Error a message safe to show
+	// the account's admins: never the dial error itself, which may name
+	// the platform's resolver or tell whether an internal name resolves.
+	ErrorCategory string
+	Error         string
 }
+
+// A failed attempt's categories.
+const (
+	// AttemptDNS is a host name that did not resolve.
+	AttemptDNS = "dns"
+	// AttemptRefused is a host that refused the connection.
+	AttemptRefused = "refused"
+	// AttemptTimeout is no answer (or no connection) in time.
+	AttemptTimeout = "timeout"
+	// AttemptTLS is a TLS handshake that failed: an untrusted, expired or
+	// mismatched certificate, or no TLS at all.
+	AttemptTLS = "tls"
+	// AttemptBlockedAddress is an address that is not PublicAddress: no
+	// connection was made.
+	AttemptBlockedAddress = "blocked_address"
+	// AttemptHTTPStatus is an answer that was not 2xx (a redirect too).
+	AttemptHTTPStatus = "http_status"
+	// AttemptConnection is a connection that failed or closed before an
+	// answer came, or an answer that was not HTTP.
+	AttemptConnection = "connection"
+	// AttemptInternal is courier unable to make the request (its secret
+	// could not be opened).
+	AttemptInternal = "internal"
+)
 
 // ClaimedDelivery is a due delivery leased to one attempt.
 type ClaimedDelivery struct {

@@ -33,7 +33,10 @@ type attemptJSON struct {
 	StatusCode *int      `json:"status_code"`
 	LatencyMS  int64     `json:"latency_ms"`
 	Response   string    `json:"response"`
-	Error      string    `json:"error,omitempty"`
+	// ErrorCategory and Error say why a failed attempt failed: a category
+	// and a message safe for the account's admins.
+	ErrorCategory string `json:"error_category,omitempty"`
+	Error         string `json:"error,omitempty"`
 }
 
 type deliveryJSON struct {
@@ -51,7 +54,7 @@ func deliveryOut(d courier.Delivery) deliveryJSON {
 	out := deliveryJSON{ID: d.ID, EventID: d.EventID, EventType: d.EventType, Status: d.Status, Waiting: d.Waiting, NextAttemptAt: d.NextAttemptAt,
 		CreatedAt: d.CreatedAt, Attempts: []attemptJSON{}}
 	for _, a := range d.Log {
-		j := attemptJSON{At: a.At, LatencyMS: a.Latency.Milliseconds(), Response: a.Response, Error: a.Error}
+		j := attemptJSON{At: a.At, LatencyMS: a.Latency.Milliseconds(), Response: a.Response, ErrorCategory: a.ErrorCategory, Error: a.Error}
 		if a.StatusCode != 0 {
 			code := a.StatusCode
 			j.StatusCode = &code

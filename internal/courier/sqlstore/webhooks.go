@@ -196,7 +196,7 @@ func (s *Store) Deliveries(ctx context.Context, accountID, endpointID string, be
 }
 
 func (s *Store) attempts(ctx context.Context, deliveryID string) ([]courier.DeliveryAttempt, error) {
-	rows, err := s.db.Query(ctx, `SELECT at, status_code, latency_ms, response, error FROM webhook_attempts WHERE delivery_id = $1 ORDER BY seq`, deliveryID)
+	rows, err := s.db.Query(ctx, `SELECT at, status_code, latency_ms, response, error_category, error FROM webhook_attempts WHERE delivery_id = $1 ORDER BY seq`, deliveryID)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (s *Store) attempts(ctx context.Context, deliveryID string) ([]courier.Deli
 		var a courier.DeliveryAttempt
 		var at sqldb.TimeValue
 		var ms int64
-		if err := rows.Scan(&at, &a.StatusCode, &ms, &a.Response, &a.Error); err != nil {
+		if err := rows.Scan(&at, &a.StatusCode, &ms, &a.Response, &a.ErrorCategory, &a.Error); err != nil {
 			return nil, err
 		}
 		a.At, a.Latency = time.Time(at), time.Duration(ms)*time.Millisecond
@@ -571,7 +571,7 @@ func recordSuccesses(ctx context.Context, tx *sqldb.Tx, outcomes []courier.Attem
 		return nil
 	}
 	var q strings.Builder
-	q.WriteString(`INSERT INTO webhook_attempts (delivery_id, at, status_code, latency_ms, response, error) VALUES `)
+	q.WriteString(`INSERT INTO webhook_attempts (delivery_id, at, status_code, latency_ms, response, error_category, error) VALUES `)
 	var args, endpoints []any
 	seen := map[string]bool{}
 	for _, o := range outcomes {
@@ -583,8 +583,8 @@ func recordSuccesses(ctx context.Context, tx *sqldb.Tx, outcomes []courier.Attem
 			q.WriteString(", ")
 		}
 		n := len(args)
-		fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6)
-		args = append(args, d.ID, sqldb.Timestamp(a.At), a.StatusCode, a.Latency.Milliseconds(), a.Response, a.Error)
+		fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7)
+		args = append(args, d.ID, sqldb.Timestamp(a.At), a.StatusCode, a.Latency.Milliseconds(), a.Response, a.ErrorCategory, a.Error)
 		if !seen[d.EndpointID] {
 			seen[d.EndpointID] = true
 			endpoints = append(endpoints, d.EndpointID)
@@ -619,8 +619,8 @@ func recordAttempt(ctx context.Context, tx *sqldb.Tx, o courier.AttemptOutcome) 
 		return nil // the lease passed to another attempt
 	}
 	if _, err := tx.Exec(ctx, `
-		INSERT INTO webhook_attempts (delivery_id, at, status_code, latency_ms, response, error) VALUES ($1, $2, $3, $4, $5, $6)`,
-		d.ID, sqldb.Timestamp(a.At), a.StatusCode, a.Latency.Milliseconds(), a.Response, a.Error); err != nil {
+		INSERT INTO webhook_attempts (delivery_id, at, status_code, latency_ms, response, error_category, error) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		d.ID, sqldb.Timestamp(a.At), a.StatusCode, a.Latency.Milliseconds(), a.Response, a.ErrorCategory, a.Error); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = $2 WHERE id = $1 AND failing_since IS NULL`, d.EndpointID, tx.Now); err != nil {

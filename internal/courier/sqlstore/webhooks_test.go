@@ -2,9 +2,12 @@ package sqlstore_test
 
 import (
 	"context"
+	"io/fs"
+	pathpkg "path"
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/platformco/platform/internal/courier"
@@ -222,5 +225,70 @@ func TestClaimKeepsTheStreamOrderPerQueue(t *testing.T) {
 		expect("while the late one is in flight", claim(time.Minute))
 		record(third[late.ID], true, nil)
 		expect("the last", claim(time.Minute), again)
+	})
+}
+
+// TestAttemptErrorsBeforeCategoriesAreScrubbed: attempts recorded with a
+// raw dial error before error categories existed keep, after the
+// migration, only a category and its safe message; a success stays as it
+// was.
+func TestAttemptErrorsBeforeCategoriesAreScrubbed(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		before := fstest.MapFS{}
+		if err := fs.WalkDir(sqlstore.Migrations, ".", func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.Compare(pathpkg.Base(path), "00008") >= 0 {
+				return err
+			}
+			b, err := fs.ReadFile(sqlstore.Migrations, path)
+			before[path] = &fstest.MapFile{Data: b}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		db := sqltest.Open(t, engine, before)
+		account, endpoint, delivery := ids.New(), ids.New(), ids.New()
+		now := sqldb.Timestamp(time.Now())
+		exec := func(q string, args ...any) {
+			t.Helper()
+			if _, err := db.Exec(ctx, q, args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		exec(`INSERT INTO webhook_endpoints (id, account_id, url, event_types, secret_sealed, created_at, updated_at)
+			VALUES ($1, $2, 'https://hooks.example.com/', '[]', $3, $4, $4)`, endpoint, account, []byte("sealed"), now)
+		exec(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, body, status, next_attempt_at, created_at, updated_at)
+			VALUES ($1, $2, $3, 'identity.member.joined', '{}', 'succeeded', $4, $4, $4)`, delivery, endpoint, ids.New(), now)
+		raw := []struct {
+			status         int
+			err            string
+			category, safe string
+		}{
+			{0, "dial: lookup hooks.internal on 10.0.0.2:53: no such host", "dns", "the endpoint's host name could not be resolved"},
+			{0, "dial: dial tcp 203.0.113.9:443: connect: connection refused", "refused", "the endpoint's host refused the connection"},
+			{0, "timeout: no answer within 10s", "timeout", "no answer in time"},
+			{0, "the endpoint's address is loopback, private or link-local", "blocked_address", "the endpoint's host is at an address that is not public; no connection was made"},
+			{0, "remote error: tls: handshake failure", "tls", "the endpoint's certificate is not valid"},
+			{0, "read: connection reset by peer", "connection", "the connection failed before an answer came"},
+			{503, "", "http_status", "the endpoint answered 503, not 2xx"},
+			{200, "", "", ""},
+		}
+		for i, r := range raw {
+			exec(`INSERT INTO webhook_attempts (delivery_id, at, status_code, latency_ms, response, error) VALUES ($1, $2, $3, $4, '', $5)`,
+				delivery, now, r.status, i, r.err)
+		}
+		if _, err := db.Migrate(ctx, sqlstore.Migrations); err != nil {
+			t.Fatal(err)
+		}
+		s := sqlstore.New(db)
+		got, err := s.Deliveries(ctx, account, endpoint, 0, 10)
+		if err != nil || len(got) != 1 || len(got[0].Log) != len(raw) {
+			t.Fatalf("Deliveries = %+v, %v", got, err)
+		}
+		for i, a := range got[0].Log {
+			if a.ErrorCategory != raw[i].category || a.Error != raw[i].safe {
+				t.Errorf("attempt %q: %q %q, want %q %q", raw[i].err, a.ErrorCategory, a.Error, raw[i].category, raw[i].safe)
+			}
+		}
 	})
 }

@@ -15,6 +15,8 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -273,37 +275,46 @@ func (d *Deliverer) record(ctx context.Context, outcomes []courier.AttemptOutcom
 }
 
 func (d *Deliverer) attempt(ctx context.Context, c courier.ClaimedDelivery) courier.AttemptOutcome {
-	a, ok := d.post(ctx, c)
+	a, ok, cause := d.post(ctx, c)
 	var next *time.Time
 	if !ok && c.Attempts <= len(d.opts.Schedule) {
 		t := d.opts.Now().Add(d.opts.Schedule[c.Attempts-1])
 		next = &t
 	}
 	if !ok {
-		d.logger.Info("webhooks: attempt failed", "delivery_id", c.ID, "endpoint_id", c.EndpointID, "event_id", c.EventID,
-			"status", a.StatusCode, "err", a.Error, "attempt", c.Attempts, "retry", next != nil)
+		attrs := []any{"delivery_id", c.ID, "endpoint_id", c.EndpointID, "event_id", c.EventID,
+			"status", a.StatusCode, "category", a.ErrorCategory, "attempt", c.Attempts, "retry", next != nil}
+		if cause != nil {
+			// The raw error stays in the service's log; the delivery log
+			// shows the admins its category and a safe message.
+			attrs = append(attrs, "err", cause.Error())
+		}
+		d.logger.Info("webhooks: attempt failed", attrs...)
 	}
 	return courier.AttemptOutcome{Delivery: c, Attempt: a, OK: ok, Next: next}
 }
 
-// post makes one signed POST of the envelope.
-func (d *Deliverer) post(ctx context.Context, c courier.ClaimedDelivery) (courier.DeliveryAttempt, bool) {
+// post makes one signed POST of the envelope. A failure comes with its
+// cause, for the service's log only.
+func (d *Deliverer) post(ctx context.Context, c courier.ClaimedDelivery) (courier.DeliveryAttempt, bool, error) {
 	a := courier.DeliveryAttempt{At: d.opts.Now()}
+	internal := func(err error) (courier.DeliveryAttempt, bool, error) {
+		a.ErrorCategory, a.Error = courier.AttemptInternal, "courier could not sign the request"
+		return a, false, err
+	}
 	secret, err := d.hooks.OpenSecret(c)
 	if err != nil {
-		a.Error = "the endpoint's secret could not be opened"
-		return a, false
+		return internal(err)
 	}
 	ts := d.opts.Now().Unix()
 	sig, err := Sign(secret, c.EventID, ts, c.Body)
 	if err != nil {
-		a.Error = err.Error()
-		return a, false
+		return internal(err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(c.Body))
 	if err != nil {
-		a.Error = "the endpoint's URL is not usable"
-		return a, false
+		a.ErrorCategory, a.Error = courier.AttemptConnection, "the endpoint's URL cannot be requested"
+		return a, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "platform-courier-webhooks/1")
@@ -314,28 +325,65 @@ func (d *Deliverer) post(ctx context.Context, c courier.ClaimedDelivery) (courie
 	res, err := d.client.Do(req)
 	a.Latency = time.Since(start)
 	if err != nil {
-		a.Error = d.describe(err)
-		return a, false
+		a.ErrorCategory, a.Error = Classify(err, d.client.Timeout)
+		return a, false, err
 	}
 	defer res.Body.Close()
 	// The first 1 KiB, without a character cut in half (or any invalid
 	// byte), so the log stays text.
 	excerpt, _ := io.ReadAll(io.LimitReader(res.Body, 1024))
 	a.StatusCode, a.Response = res.StatusCode, strings.ToValidUTF8(string(excerpt), "")
-	return a, res.StatusCode >= 200 && res.StatusCode < 300
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		a.ErrorCategory, a.Error = courier.AttemptHTTPStatus, "the endpoint answered "+strconv.Itoa(res.StatusCode)+", not 2xx"
+		if res.StatusCode >= 300 && res.StatusCode < 400 {
+			a.Error += " (redirects are not followed)"
+		}
+		return a, false, nil
+	}
+	return a, true, nil
 }
 
-func (d *Deliverer) describe(err error) string {
-	var ne net.Error
+// Classify returns the category of a request's failure and a message an
+// account's admins may read: what kind of failure, never the error's
+// text, which can carry the platform's resolver, its addresses, or
+// whether an internal name resolves. timeout is the client's.
+func Classify(err error, timeout time.Duration) (category, message string) {
+	var (
+		dnsErr    *net.DNSError
+		verifyErr *tls.CertificateVerificationError
+		unknownCA x509.UnknownAuthorityError
+		hostErr   x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		record    tls.RecordHeaderError
+		alert     tls.AlertError
+		netErr    net.Error
+	)
 	switch {
 	case errors.Is(err, ErrAddressRefused):
-		return ErrAddressRefused.Error()
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "timeout: no answer within " + d.client.Timeout.String()
+		return courier.AttemptBlockedAddress, "the endpoint's host is at an address that is not public; no connection was made"
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return courier.AttemptDNS, "the endpoint's host name does not resolve"
+		}
+		return courier.AttemptDNS, "the endpoint's host name could not be resolved"
+	case errors.As(err, &unknownCA):
+		return courier.AttemptTLS, "the endpoint's certificate is not signed by a trusted authority"
+	case errors.As(err, &hostErr):
+		return courier.AttemptTLS, "the endpoint's certificate does not name its host"
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return courier.AttemptTLS, "the endpoint's certificate has expired or is not yet valid"
+	case errors.As(err, &verifyErr), errors.As(err, &invalid):
+		return courier.AttemptTLS, "the endpoint's certificate is not valid"
+	case errors.As(err, &record), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		// net/http turns a record header of "HTTP/" into an error of its
+		// own, with no type to match.
+		return courier.AttemptTLS, "the endpoint did not answer in TLS"
+	case errors.As(err, &alert):
+		return courier.AttemptTLS, "the endpoint ended the TLS handshake"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return courier.AttemptTimeout, "no answer within " + timeout.String()
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return courier.AttemptRefused, "the endpoint's host refused the connection"
 	}
-	var oe *net.OpError
-	if errors.As(err, &oe) {
-		return oe.Op + ": " + oe.Err.Error()
-	}
-	return "the request failed"
+	return courier.AttemptConnection, "the connection failed before an answer came"
 }

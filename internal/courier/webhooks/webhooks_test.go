@@ -346,7 +346,10 @@ func TestAddressGuardAtConnectTime(t *testing.T) {
 	d := e.deliverer(false)
 	var log struct {
 		Deliveries []struct {
-			Attempts []struct{ Error string } `json:"attempts"`
+			Attempts []struct {
+				Category string `json:"error_category"`
+				Error    string `json:"error"`
+			} `json:"attempts"`
 		} `json:"deliveries"`
 	}
 	testutil.Eventually(t, 10*time.Second, "a refused attempt", func() bool {
@@ -354,8 +357,8 @@ func TestAddressGuardAtConnectTime(t *testing.T) {
 		e.api.JSON("GET", e.path("/"+c.Endpoint.ID+"/deliveries"), "", 200, &log, openapitest.Bearer(e.owner))
 		return len(log.Deliveries) == 1 && len(log.Deliveries[0].Attempts) > 0
 	})
-	if got := log.Deliveries[0].Attempts[0].Error; !strings.Contains(got, "not a public one") {
-		t.Errorf("attempt error = %q, want the address refusal", got)
+	if a := log.Deliveries[0].Attempts[0]; a.Category != "blocked_address" || strings.Contains(a.Error, "127.0.0.1") {
+		t.Errorf("attempt = %+v, want the address refusal, without the address", a)
 	}
 	if len(r.bodies) != 0 || r.bad != 0 {
 		t.Errorf("the loopback receiver was reached")
@@ -399,6 +402,8 @@ func TestDeliveryIsSignedRetriedAndLogged(t *testing.T) {
 				Attempts []struct {
 					StatusCode *int   `json:"status_code"`
 					Response   string `json:"response"`
+					Category   string `json:"error_category"`
+					Error      string `json:"error"`
 				} `json:"attempts"`
 			} `json:"deliveries"`
 			NextCursor *string `json:"next_cursor"`
@@ -408,8 +413,12 @@ func TestDeliveryIsSignedRetriedAndLogged(t *testing.T) {
 		if len(log.Deliveries) != 1 || log.Deliveries[0].Status != "succeeded" || len(log.Deliveries[0].Attempts) != 3 {
 			t.Fatalf("log = %+v, want one succeeded delivery after 3 attempts", log)
 		}
-		if a := log.Deliveries[0].Attempts[0]; a.StatusCode == nil || *a.StatusCode != 500 || a.Response != "not now" {
-			t.Errorf("first attempt = %+v, want 500 'not now'", a)
+		if a := log.Deliveries[0].Attempts[0]; a.StatusCode == nil || *a.StatusCode != 500 || a.Response != "not now" ||
+			a.Category != "http_status" || a.Error != "the endpoint answered 500, not 2xx" {
+			t.Errorf("first attempt = %+v, want 500 'not now' (http_status)", a)
+		}
+		if a := log.Deliveries[0].Attempts[2]; a.Category != "" || a.Error != "" {
+			t.Errorf("the successful attempt = %+v, want no error", a)
 		}
 		// A manual retry delivers again at once.
 		e.api.Do("POST", e.path("/"+c.Endpoint.ID+"/deliveries/"+log.Deliveries[0].ID+"/retry"), "", 202, owner)
@@ -579,6 +588,7 @@ type deliveryLog struct {
 			At         time.Time `json:"at"`
 			StatusCode *int      `json:"status_code"`
 			LatencyMS  int64     `json:"latency_ms"`
+			Category   string    `json:"error_category"`
 			Error      string    `json:"error"`
 		} `json:"attempts"`
 	} `json:"deliveries"`
@@ -629,7 +639,7 @@ func TestTimeoutIsRetriedOnTheSchedule(t *testing.T) {
 			})
 			dl := log.Deliveries[0]
 			a := dl.Attempts[attempt-1]
-			if a.StatusCode != nil || !strings.HasPrefix(a.Error, "timeout") || a.LatencyMS < timeout.Milliseconds() {
+			if a.StatusCode != nil || a.Category != "timeout" || a.Error != "no answer within "+timeout.String() || a.LatencyMS < timeout.Milliseconds() {
 				t.Errorf("attempt %d = %+v, want a timeout after at least %s without a status", attempt, a, timeout)
 			}
 			if dl.Status != "pending" || dl.NextAttemptAt == nil {
@@ -706,8 +716,22 @@ func TestAddressGuardOnResolvedNames(t *testing.T) {
 			log = e.deliveryLog(c.Endpoint.ID)
 			return len(log.Deliveries) == 1 && len(log.Deliveries[0].Attempts) > 0
 		})
-		if a := log.Deliveries[0].Attempts[0]; a.StatusCode != nil || !strings.Contains(a.Error, "not a public one") {
-			t.Errorf("attempt = %+v, want the address refusal", a)
+		if a := log.Deliveries[0].Attempts[0]; a.StatusCode != nil || a.Category != "blocked_address" || strings.Contains(a.Error, "127.0.0.1") {
+			t.Errorf("attempt = %+v, want the address refusal, without the address", a)
+		}
+		// A name the resolver does not know: the admins read that it did
+		// not resolve, never the resolver's address or the lookup's text.
+		missing := e.createEndpoint("https://missing.customer.test/hook", "identity.member.joined")
+		e.publish("identity.member.joined", e.accountID)
+		testutil.Eventually(t, 10*time.Second, "an attempt to the unresolved name", func() bool {
+			d.DeliverDue(context.Background())
+			log = e.deliveryLog(missing.Endpoint.ID)
+			return len(log.Deliveries) == 1 && len(log.Deliveries[0].Attempts) > 0
+		})
+		a := log.Deliveries[0].Attempts[0]
+		resolver := dns.conn.LocalAddr().String()
+		if a.Category != "dns" || strings.Contains(a.Error, resolver) || strings.Contains(a.Error, "lookup") || strings.Contains(a.Error, "127.0.0.1") {
+			t.Errorf("attempt = %+v, want the dns category without the resolver (%s)", a, resolver)
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
