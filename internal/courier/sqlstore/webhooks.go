@@ -631,3 +631,32 @@ func recordAttempt(ctx context.Context, tx *sqldb.Tx, o courier.AttemptOutcome) 
 		WHERE id = $1 AND NOT disabled AND failing_since <= $3`, d.EndpointID, tx.Now, tx.Now.Add(-courier.DisableAfter))
 	return err
 }
+
+// HoldConsumerLease takes or renews the lease name for holder until ttl
+// from now, and reports whether holder has it: it is free, expired, or
+// holder's already. One statement, so two replicas racing for it cannot
+// both win.
+func (s *Store) HoldConsumerLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	held := false
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		rows, err := tx.Query(ctx, `
+			INSERT INTO webhook_consumer_lease (name, holder, expires_at) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+			WHERE webhook_consumer_lease.holder = excluded.holder OR webhook_consumer_lease.expires_at <= $4
+			RETURNING holder`, name, holder, tx.Now.Add(ttl), tx.Now)
+		if err != nil {
+			return err
+		}
+		held = rows.Next()
+		rows.Close()
+		return rows.Err()
+	})
+	return held && err == nil, err
+}
+
+// ReleaseConsumerLease gives the lease up if holder has it, so another
+// replica takes it at once rather than when it expires.
+func (s *Store) ReleaseConsumerLease(ctx context.Context, name, holder string) error {
+	_, err := s.db.Exec(ctx, `DELETE FROM webhook_consumer_lease WHERE name = $1 AND holder = $2`, name, holder)
+	return err
+}

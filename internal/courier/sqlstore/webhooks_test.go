@@ -2,10 +2,13 @@ package sqlstore_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	pathpkg "path"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -290,5 +293,54 @@ func TestAttemptErrorsBeforeCategoriesAreScrubbed(t *testing.T) {
 				t.Errorf("attempt %q: %q %q, want %q %q", raw[i].err, a.ErrorCategory, a.Error, raw[i].category, raw[i].safe)
 			}
 		}
+	})
+}
+
+// TestConsumerLeaseHasOneHolder: the lease goes to one of many replicas
+// asking at once; its holder renews it, the others are refused until it
+// expires or is released, and a release by another is a no-op.
+func TestConsumerLeaseHasOneHolder(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		_, s := open(t, engine)
+		const name = "courier-webhooks"
+		var wg sync.WaitGroup
+		var winners atomic.Int32
+		var winner atomic.Value
+		for i := range 16 {
+			wg.Go(func() {
+				holder := fmt.Sprint("replica-", i)
+				held, err := s.HoldConsumerLease(ctx, name, holder, time.Minute)
+				if err != nil {
+					t.Error(err)
+				}
+				if held {
+					winners.Add(1)
+					winner.Store(holder)
+				}
+			})
+		}
+		wg.Wait()
+		if n := winners.Load(); n != 1 {
+			t.Fatalf("%d replicas hold the lease, want 1", n)
+		}
+		first := winner.Load().(string)
+		hold := func(holder string, ttl time.Duration, want bool) {
+			t.Helper()
+			if held, err := s.HoldConsumerLease(ctx, name, holder, ttl); err != nil || held != want {
+				t.Fatalf("HoldConsumerLease(%s) = %v, %v; want %v", holder, held, err, want)
+			}
+		}
+		hold(first, -time.Second, true) // renewed, to a time already past
+		hold("late", time.Minute, true) // expired: taken over
+		hold(first, time.Minute, false)
+		if err := s.ReleaseConsumerLease(ctx, name, first); err != nil {
+			t.Fatal(err)
+		}
+		hold(first, time.Minute, false) // a release by another left it
+		if err := s.ReleaseConsumerLease(ctx, name, "late"); err != nil {
+			t.Fatal(err)
+		}
+		hold(first, time.Minute, true)
 	})
 }

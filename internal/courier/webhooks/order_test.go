@@ -16,6 +16,7 @@ import (
 	"github.com/platformco/platform/internal/courier"
 	"github.com/platformco/platform/internal/courier/webhooks"
 	"github.com/platformco/platform/internal/events"
+	"github.com/platformco/platform/internal/events/eventstest"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 	"github.com/platformco/platform/internal/testutil"
@@ -89,10 +90,10 @@ func (r *orderReceiver) serve(w http.ResponseWriter, req *http.Request) {
 
 // TestDeliveriesKeepTheStreamOrderPerSubject publishes 1,000 events
 // about 10 accounts, each with an endpoint at one receiver, and runs two
-// courier replicas (two stream consumers, two delivery loops) on one
-// database: every subject's events arrive in the stream's order, even
-// with retries among them and never two of one subject at once, while the
-// subjects interleave.
+// courier replicas (two stream consumers under the consumer lease, two
+// delivery loops) on one database: every subject's events arrive in the
+// stream's order, even with retries among them and never two of one
+// subject at once, while the subjects interleave.
 func TestDeliveriesKeepTheStreamOrderPerSubject(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		e := newEnv(t, engine, true)
@@ -164,4 +165,37 @@ func firstDifference(a, b []string) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// TestConsumerLeaseTakesOver: of two replicas, one consumes; when it
+// stops, the other takes the lease over and the events published after
+// are enqueued all the same.
+func TestConsumerLeaseTakesOver(t *testing.T) {
+	e := newEnv(t, sqldb.SQLite, true)
+	r := newReceiver(t)
+	c := e.createEndpoint(r.URL+"/hook", "identity.member.joined")
+	r.secret = c.Secret
+	eventstest.EnsureStream(t, e.js, e.broker)
+	start := func() context.CancelFunc {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = webhooks.ConsumeFrom(ctx, e.db, e.js, nil, discard()); close(done) }()
+		stop := func() { cancel(); <-done }
+		t.Cleanup(stop)
+		return stop
+	}
+	enqueued := func(id string) func() bool {
+		return func() bool {
+			var n int
+			err := e.db.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE event_id = $1`, id).Scan(&n)
+			return err == nil && n == 1
+		}
+	}
+	stopFirst := start()
+	first := e.publish("identity.member.joined", e.accountID)
+	testutil.Eventually(t, 10*time.Second, "the first replica to enqueue", enqueued(first))
+	start()
+	stopFirst()
+	second := e.publish("identity.member.joined", e.accountID)
+	testutil.Eventually(t, 3*webhooks.LeaseRenew, "the second replica to take over", enqueued(second))
 }

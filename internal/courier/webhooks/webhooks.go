@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/platformco/platform/internal/courier"
@@ -53,11 +54,8 @@ func NewConsumer(ctx context.Context, db *sqldb.DB, js jetstream.JetStream, comm
 	return consumer.New(ctx, db, js, consumer.Config{Name: ConsumerName, Types: courier.AccountEventTypes(), Committed: committed}, sqlstore.Enqueue, logger)
 }
 
-// Consume connects to eventsURL and runs the consumer until ctx is done,
-// calling committed (may be nil) after each commit. One copy is enough:
-// the library applies a batch of events per transaction. A broker that
-// is down, at start or later, is waited for: events wait in the stream,
-// nothing is lost.
+// Consume connects to eventsURL and runs the consumer until ctx is done
+// (ConsumeFrom), calling committed (may be nil) after each commit.
 func Consume(ctx context.Context, db *sqldb.DB, eventsURL string, committed func(), logger *slog.Logger) error {
 	nc, err := events.Connect(eventsURL, "platform-courier-webhooks", logger)
 	if err != nil {
@@ -68,24 +66,106 @@ func Consume(ctx context.Context, db *sqldb.DB, eventsURL string, committed func
 	if err != nil {
 		return err
 	}
+	return ConsumeFrom(ctx, db, js, committed, logger)
+}
+
+// LeaseTTL is how long the consumer lease lasts unrenewed, and
+// LeaseRenew how often its holder renews it (and another replica asks
+// for it).
+const (
+	LeaseTTL   = 15 * time.Second
+	LeaseRenew = 3 * time.Second
+)
+
+// ConsumeFrom runs the consumer on js until ctx is done, while this
+// replica holds the consumer lease: one replica consumes at a time, so
+// deliveries are enqueued in the stream's order (two replicas consuming
+// together commit their batches in either order, and could enqueue an
+// event after a later one about its subject was delivered). The others
+// wait, asking every LeaseRenew, and take over within LeaseTTL of a
+// holder that stops; a holder that cannot renew stops consuming after
+// the batch in hand. Only a holder stalled past LeaseTTL in the middle of
+// a batch can still overlap its successor. One copy is enough for the
+// load: the library applies a batch of events per transaction. A broker
+// or a database that is down is waited for: events wait in the stream,
+// nothing is lost.
+func ConsumeFrom(ctx context.Context, db *sqldb.DB, js jetstream.JetStream, committed func(), logger *slog.Logger) error {
+	store := sqlstore.New(db)
+	holder := uuid.NewString()
+	for ctx.Err() == nil {
+		held, err := store.HoldConsumerLease(ctx, ConsumerName, holder, LeaseTTL)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("webhooks: cannot take the consumer lease; retrying", "err", err.Error())
+		}
+		if held {
+			consumeHeld(ctx, store, holder, db, js, committed, logger)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if err := store.ReleaseConsumerLease(rctx, ConsumerName, holder); err != nil {
+				logger.Warn("webhooks: cannot release the consumer lease; it expires", "err", err.Error())
+			}
+			cancel()
+			continue
+		}
+		sleep(ctx, LeaseRenew)
+	}
+	return nil
+}
+
+// consumeHeld runs the consumer while the lease is renewed, and returns
+// once it has stopped: ctx done, or a renewal that failed.
+func consumeHeld(ctx context.Context, store *sqlstore.Store, holder string, db *sqldb.DB, js jetstream.JetStream, committed func(), logger *slog.Logger) {
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runConsumer(runCtx, db, js, committed, logger)
+	}()
+	t := time.NewTicker(LeaseRenew)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			held, err := store.HoldConsumerLease(runCtx, ConsumerName, holder, LeaseTTL)
+			if err != nil || !held {
+				if ctx.Err() == nil {
+					logger.Warn("webhooks: the consumer lease could not be renewed; consuming stops", "held", held, "err", fmt.Sprint(err))
+				}
+				stop()
+				<-done
+				return
+			}
+		}
+	}
+}
+
+// runConsumer creates the consumer, waiting for a broker that is down,
+// and runs it until ctx is done.
+func runConsumer(ctx context.Context, db *sqldb.DB, js jetstream.JetStream, committed func(), logger *slog.Logger) {
 	wait := time.Second
 	for ctx.Err() == nil {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		c, err := NewConsumer(cctx, db, js, committed, logger)
 		cancel()
 		if err == nil {
-			return c.Run(ctx)
+			_ = c.Run(ctx)
+			return
 		}
 		logger.Warn("webhooks: cannot reach the event stream yet; retrying", "err", err.Error())
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
+		sleep(ctx, wait)
 		wait = min(wait*2, 30*time.Second)
 	}
-	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // Sign returns the Standard Webhooks signature header value for body:

@@ -170,16 +170,14 @@ func (e *env) publish(typ, subject string) string {
 	return env.ID
 }
 
-// runConsumer runs one courier replica's stream consumer until the test ends.
+// runConsumer runs one courier replica's stream consumer (under the
+// consumer lease, as Consume does) until the test ends.
 func (e *env) runConsumer() {
 	e.t.Helper()
-	c, err := webhooks.NewConsumer(context.Background(), e.db, e.js, nil, discard())
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	eventstest.EnsureStream(e.t, e.js, e.broker)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = c.Run(ctx); close(done) }()
+	go func() { _ = webhooks.ConsumeFrom(ctx, e.db, e.js, nil, discard()); close(done) }()
 	e.t.Cleanup(func() { cancel(); <-done })
 }
 
