@@ -10,7 +10,7 @@ BENCHFLAGS ?=
 VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS    := -X main.version=$(VERSION)
 
-.PHONY: build test e2e bench bench-quick bench-go soak check vet lint tidy-check fmt dev docs clean
+.PHONY: build test e2e bench bench-quick bench-go soak check vet lint openapi-lint tidy-check fmt dev docs clean
 
 # build stamps the version (`platform version`) from git describe.
 build:
@@ -62,6 +62,12 @@ lint:
 	golangci-lint run ./...
 	golangci-lint run --build-tags e2e ./...
 	cd bench && golangci-lint run --config ../.golangci.yml ./...
+
+# openapi-lint lints every served OpenAPI document (each service's and the
+# gateway's merge) with Redocly's recommended rules; an error fails
+# (Redocly pinned in scripts/docs; needs Node and npm).
+openapi-lint:
+	sh scripts/openapi-lint.sh
 
 # tidy-check fails when go.mod or go.sum of either module is not tidy.
 tidy-check:

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime/debug"
+	"sort"
 
 	"github.com/platformco/platform/internal/apidocs"
 	"github.com/platformco/platform/internal/box/boxcmd"
@@ -37,6 +40,7 @@ commands:
   events publish --service NAME         the outbox publisher loop
   events check                          catalog, manifests and schemas agree
   events tail [--new]                   print the event stream as JSON lines
+  openapi DIR                           write every served OpenAPI document to DIR/<service>.json
   probe URL                             GET URL, succeed on 2xx (container health checks)
   version                               print the version
 `
@@ -80,6 +84,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return keyholdercmd.Command.Run(ctx, args[1:], env)
 	case "parlor":
 		return parlorcmd.Command.Run(ctx, args[1:], env)
+	case "openapi":
+		return writeOpenAPI(args[1:], env)
 	case "probe":
 		return cli.Probe(ctx, args[1:], env)
 	case "version":
@@ -91,6 +97,35 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 	default:
 		return cli.Usagef("unknown command %q", args[0])
 	}
+}
+
+// writeOpenAPI writes every document the platform serves at /openapi.json
+// (apidocs.Served: each service's and the gateway's merge) into one
+// directory as <service>.json, for linters and renderers.
+func writeOpenAPI(args []string, env cli.Env) error {
+	if len(args) != 1 || args[0] == "" {
+		return cli.Usagef("openapi: expected DIR")
+	}
+	docs, err := apidocs.Served()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(args[0], 0o755); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(docs))
+	for name := range docs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		path := filepath.Join(args[0], name+".json")
+		if err := os.WriteFile(path, docs[name], 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintln(env.Stdout, path)
+	}
+	return nil
 }
 
 func versionString() string {

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -30,6 +33,7 @@ func TestRunExitCodes(t *testing.T) {
 			wantCode: 1, wantStderr: "IDENTITY_MASTER_KEY: must be the base64 encoding of exactly 32 bytes"},
 		{name: "NoCommand", args: nil, wantCode: 2, wantStderr: "no command given"},
 		{name: "UnknownCommand", args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
+		{name: "OpenAPINoDir", args: []string{"openapi"}, wantCode: 2, wantStderr: "openapi: expected DIR"},
 		{name: "IdentityNoSubcommand", args: []string{"identity"}, wantCode: 2, wantStderr: "identity: no subcommand given"},
 		{name: "StaffMissingEmail", args: []string{"identity", "staff", "add"}, wantCode: 2, wantStderr: "expected add EMAIL"},
 		{name: "KeysWithdrawNoKID", args: []string{"identity", "keys", "withdraw"}, wantCode: 2, wantStderr: "withdraw KID"},
@@ -107,5 +111,35 @@ func TestEveryServiceCommandAnswersAlike(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestOpenAPIWritesEveryServedDocument: `platform openapi DIR` writes
+// each service's document and the gateway's merge, each one JSON, for
+// the linter .ci/run runs on them.
+func TestOpenAPIWritesEveryServedDocument(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "docs")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"openapi", dir}, func(string) string { return "" }, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d (stderr %q)", code, stderr.String())
+	}
+	for _, name := range []string{"box", "courier", "gateway", "identity", "keyholder"} {
+		raw, err := os.ReadFile(filepath.Join(dir, name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			OpenAPI string         `json:"openapi"`
+			Paths   map[string]any `json:"paths"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatalf("%s.json: %v", name, err)
+		}
+		if doc.OpenAPI == "" || len(doc.Paths) == 0 {
+			t.Errorf("%s.json: openapi %q with %d paths", name, doc.OpenAPI, len(doc.Paths))
+		}
+	}
+	if got := strings.Count(stdout.String(), "\n"); got != 5 {
+		t.Errorf("stdout names %d files, want 5:\n%s", got, stdout.String())
 	}
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -51,6 +52,11 @@ func RouteOf(method, path string) (Route, bool) {
 	return rt, ok
 }
 
+// OpenAPI is the document the gateway serves at /openapi.json: the
+// services' documents (by service name, as Options.Documents) merged
+// under the gateway's routes. Errors as buildOpenAPI's.
+func OpenAPI(docs map[string][]byte) ([]byte, error) { return buildOpenAPI(docs) }
+
 // buildOpenAPI merges the services' documents (Options.Documents) under
 // the gateway's routes.
 // Each operation keeps its service's answers and gains the edge's own in
@@ -71,8 +77,14 @@ func buildOpenAPI(docs map[string][]byte) ([]byte, error) {
 				"429, 431, 503) are written in the envelope of the service behind the route. Rate limits count " +
 				"per session or API key and per client address.",
 		},
-		"tags": []any{},
+		// The gateway's own origin: it serves this document, and every
+		// path in it, itself.
+		"servers": []any{map[string]any{
+			"url":         "/",
+			"description": "The gateway that serves this document (`platform gateway serve`, or `platform dev`).",
+		}},
 	}
+	tags := newTagSet(edgeTags())
 	paths := map[string]any{}
 	components := map[string]map[string]any{}
 	component := func(kind string) map[string]any {
@@ -112,8 +124,10 @@ func buildOpenAPI(docs map[string][]byte) ([]byte, error) {
 				component(kind)[prefix+k] = c
 			}
 		}
-		if tags, ok := renamed["tags"].([]any); ok {
-			out["tags"] = append(out["tags"].([]any), tags...)
+		if list, ok := renamed["tags"].([]any); ok {
+			for _, t := range list {
+				tags.add(t)
+			}
 		}
 		defaultSecurity := renamed["security"]
 		docPaths, _ := renamed["paths"].(map[string]any)
@@ -143,11 +157,185 @@ func buildOpenAPI(docs map[string][]byte) ([]byte, error) {
 		paths[p] = item
 	}
 	out["paths"] = paths
+	out["tags"] = tags.used(paths)
+	// Inline, not a component: a reference from an extension does not
+	// count as a use of the component to a reader of the document.
+	out["x-unmatched-responses"] = map[string]any{"404": edgeNotFound()}
+	pruneComponents(out, components)
 	out["components"] = components
-	out["x-unmatched-responses"] = map[string]any{
-		"404": map[string]any{"$ref": "#/components/responses/EdgeProblemNotFound"},
-	}
 	return json.MarshalIndent(out, "", "  ")
+}
+
+// edgeTags are the tags of the paths the gateway answers itself.
+func edgeTags() []any {
+	return []any{
+		map[string]any{"name": "Probes", "description": "The gateway's liveness and readiness."},
+		map[string]any{"name": "Meta", "description": "This document."},
+	}
+}
+
+// tagSet gathers the services' tags by name: OpenAPI 3.1 wants tag names
+// unique, and two services' "Accounts" are one group at the edge.
+type tagSet struct {
+	order  []string
+	byName map[string]map[string]any
+	own    map[string]bool // the edge's tags: the services' do not add to them
+}
+
+// newTagSet starts with the edge's own tags.
+func newTagSet(own []any) *tagSet {
+	ts := &tagSet{byName: map[string]map[string]any{}, own: map[string]bool{}}
+	for _, t := range own {
+		ts.add(t)
+	}
+	for name := range ts.byName {
+		ts.own[name] = true
+	}
+	return ts
+}
+
+// add records t; a name seen before keeps its first entry, gaining the
+// later one's description when it had none or a different one (unless
+// the name is one of the edge's own tags).
+func (ts *tagSet) add(t any) {
+	tag, _ := t.(map[string]any)
+	name, _ := tag["name"].(string)
+	if name == "" || ts.own[name] {
+		return
+	}
+	have, ok := ts.byName[name]
+	if !ok {
+		c := make(map[string]any, len(tag))
+		for k, v := range tag {
+			c[k] = v
+		}
+		ts.byName[name] = c
+		ts.order = append(ts.order, name)
+		return
+	}
+	mine, _ := have["description"].(string)
+	theirs, _ := tag["description"].(string)
+	switch {
+	case theirs == "" || theirs == mine:
+	case mine == "":
+		have["description"] = theirs
+	default:
+		have["description"] = mine + "\n\n" + theirs
+	}
+}
+
+// used lists the tags, in the order first seen, that an operation of
+// paths names; a tag an operation names that no document declares is
+// declared bare.
+func (ts *tagSet) used(paths map[string]any) []any {
+	named := map[string]bool{}
+	var undeclared []string
+	for _, item := range paths {
+		ops, _ := item.(map[string]any)
+		for _, m := range operationMethods {
+			op, _ := ops[m].(map[string]any)
+			list, _ := op["tags"].([]any)
+			for _, t := range list {
+				name, _ := t.(string)
+				if name == "" || named[name] {
+					continue
+				}
+				named[name] = true
+				if _, ok := ts.byName[name]; !ok {
+					undeclared = append(undeclared, name)
+				}
+			}
+		}
+	}
+	out := []any{}
+	for _, name := range ts.order {
+		if named[name] {
+			out = append(out, ts.byName[name])
+		}
+	}
+	sort.Strings(undeclared)
+	for _, name := range undeclared {
+		out = append(out, map[string]any{"name": name})
+	}
+	return out
+}
+
+// pruneComponents drops the components nothing in doc uses: the merge
+// brings every component of every service, and the paths the edge does
+// not forward (probes, courier's internal routes) leave some unused. A
+// use is a $ref outside the components and outside extensions ("x-"),
+// or a $ref from a used component; a security scheme's use is a
+// requirement naming it.
+func pruneComponents(doc map[string]any, components map[string]map[string]any) {
+	used := map[string]bool{} // "kind/name"
+	var queue []string
+	var walk func(node any)
+	walk = func(node any) {
+		switch n := node.(type) {
+		case map[string]any:
+			for k, v := range n {
+				if strings.HasPrefix(k, "x-") {
+					continue
+				}
+				if k == "security" {
+					reqs, _ := v.([]any)
+					for _, r := range reqs {
+						req, _ := r.(map[string]any)
+						for scheme := range req {
+							used["securitySchemes/"+scheme] = true
+						}
+					}
+					continue
+				}
+				if s, ok := v.(string); ok && k == "$ref" {
+					if key, ok := componentKey(s); ok && !used[key] {
+						used[key] = true
+						queue = append(queue, key)
+					}
+					continue
+				}
+				walk(v)
+			}
+		case []any:
+			for _, v := range n {
+				walk(v)
+			}
+		}
+	}
+	for k, v := range doc {
+		if k != "components" && !strings.HasPrefix(k, "x-") {
+			walk(v)
+		}
+	}
+	for len(queue) > 0 {
+		kind, name, _ := strings.Cut(queue[0], "/")
+		queue = queue[1:]
+		walk(components[kind][name])
+	}
+	for kind, entries := range components {
+		for name := range entries {
+			if !used[kind+"/"+name] {
+				delete(entries, name)
+			}
+		}
+		if len(entries) == 0 {
+			delete(components, kind)
+		}
+	}
+}
+
+// componentKey is "kind/name" of a local component reference
+// (#/components/schemas/Name, or a pointer into one).
+func componentKey(ref string) (string, bool) {
+	rest, ok := strings.CutPrefix(ref, "#/components/")
+	if !ok {
+		return "", false
+	}
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) < 2 {
+		return "", false
+	}
+	return parts[0] + "/" + parts[1], true
 }
 
 // rename rewrites every local component reference to its prefixed name.
@@ -251,7 +439,7 @@ func mergeResponses(a, b map[string]any) map[string]any {
 		content[mt] = m
 		if other, ok := bc[mt].(map[string]any); ok {
 			mine, _ := m.(map[string]any)
-			content[mt] = map[string]any{"schema": map[string]any{"anyOf": []any{mine["schema"], other["schema"]}}}
+			content[mt] = map[string]any{"schema": eitherSchema(mine["schema"], other["schema"])}
 		}
 	}
 	for mt, m := range bc {
@@ -263,6 +451,42 @@ func mergeResponses(a, b map[string]any) map[string]any {
 		out["content"] = content
 	}
 	return out
+}
+
+// eitherSchema is a schema either of a and b satisfies: anyOf their
+// branches (an anyOf alone is spliced in), each branch once, or the one
+// schema when only one is left.
+func eitherSchema(a, b any) any {
+	var branches []any
+	for _, s := range []any{a, b} {
+		if m, ok := s.(map[string]any); ok && len(m) == 1 {
+			if list, ok := m["anyOf"].([]any); ok {
+				for _, br := range list {
+					branches = appendDistinct(branches, br)
+				}
+				continue
+			}
+		}
+		branches = appendDistinct(branches, s)
+	}
+	if len(branches) == 1 {
+		return branches[0]
+	}
+	return map[string]any{"anyOf": branches}
+}
+
+// appendDistinct appends s to list unless an equal schema is there. The
+// comparison is of the JSON encodings, so that the edge's schemas, built
+// in Go (an int 401), equal the services', decoded (a float64 401).
+func appendDistinct(list []any, s any) []any {
+	enc, err := json.Marshal(s)
+	for _, have := range list {
+		h, herr := json.Marshal(have)
+		if err == nil && herr == nil && bytes.Equal(h, enc) {
+			return list
+		}
+	}
+	return append(list, s)
 }
 
 // optional is a header as one of two answers declares it: never required.
@@ -345,7 +569,6 @@ func edgeComponents() map[string]map[string]any {
 			"EdgeProblemRateLimited":     problem(429, "rate_limited", rateLimited, rateHeaders),
 			"EdgeProblemHeadersTooLarge": problem(431, "headers_too_large", tooLarge, nil),
 			"EdgeProblemUnavailable":     problem(503, "unavailable", unavailable, retry),
-			"EdgeProblemNotFound":        problem(404, "not_found", "At the gateway: no route, or the route's service is not configured.", nil),
 			"EdgeBoxUnauthorized":        boxErr("unauthenticated", unauthorized, wwwAuth),
 			"EdgeBoxCrossOrigin":         boxErr("forbidden", crossOrigin, nil),
 			"EdgeBoxRateLimited":         boxErr("rate_limited", rateLimited, rateHeaders),
@@ -381,16 +604,32 @@ func readinessDeps() map[string]any {
 	return deps
 }
 
+// edgeNotFound is the edge's answer to a path it routes nowhere.
+func edgeNotFound() map[string]any {
+	return map[string]any{
+		"description": "At the gateway: no route, or the route's service is not configured.",
+		"content": map[string]any{"application/problem+json": map[string]any{"schema": map[string]any{
+			"allOf": []any{
+				map[string]any{"$ref": "#/components/schemas/IdentityProblem"},
+				map[string]any{"properties": map[string]any{
+					"status": map[string]any{"const": 404},
+					"code":   map[string]any{"const": "not_found"},
+				}},
+			},
+		}}},
+	}
+}
+
 // edgePaths are the routes the gateway answers itself.
 func edgePaths() map[string]any {
 	return map[string]any{
 		"/healthz": map[string]any{"get": map[string]any{
-			"operationId": "edgeHealthz", "summary": "Liveness", "security": []any{},
+			"operationId": "edgeHealthz", "summary": "Liveness", "tags": []any{"Probes"}, "security": []any{},
 			"responses": map[string]any{"200": map[string]any{"description": "The process is up.",
 				"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/IdentityHealth"}}}}},
 		}},
 		"/readyz": map[string]any{"get": map[string]any{
-			"operationId": "edgeReadyz", "summary": "Readiness", "security": []any{},
+			"operationId": "edgeReadyz", "summary": "Readiness", "tags": []any{"Probes"}, "security": []any{},
 			"description": "Names every configured upstream, `key_set` and, when configured, `redis`. 503 only when the key set is unavailable; any other dependency down is 200 `degraded`.",
 			"responses": map[string]any{
 				"200": map[string]any{"description": "Ready, or degraded.", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/EdgeReadiness"}}}},
@@ -398,7 +637,7 @@ func edgePaths() map[string]any {
 			},
 		}},
 		"/openapi.json": map[string]any{"get": map[string]any{
-			"operationId": "edgeOpenAPI", "summary": "This document", "security": []any{},
+			"operationId": "edgeOpenAPI", "summary": "This document", "tags": []any{"Meta"}, "security": []any{},
 			"responses": map[string]any{
 				"200": map[string]any{"description": "The merged public document.", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/IdentityOpenAPIDocument"}}}},
 				"429": map[string]any{"$ref": "#/components/responses/EdgeProblemRateLimited"},
