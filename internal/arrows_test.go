@@ -31,11 +31,7 @@ const shared = "internal/identity/client"
 
 // exceptions are imports that break the rule today, each with why; the
 // test fails when one disappears, so the list only shrinks.
-var exceptions = map[string]string{
-	// keyholder publish checks --repository against box's product list
-	// before it pushes; the list belongs in a package both can read.
-	"internal/keyholder/keyholdercmd -> internal/box": "box.Products",
-}
+var exceptions = map[string]string{}
 
 // TestImportRule fails when a package under internal/<service> imports
 // another service's packages (identity's client aside), or a package of

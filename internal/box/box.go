@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/platformco/platform/internal/products"
 	"github.com/platformco/platform/internal/semver"
 )
 
@@ -35,25 +36,20 @@ const (
 	MsgUnavailable     = "authorization service unavailable"
 )
 
-// Products. kit is the free product a claim grants; the other three are sold.
+// Products, as the shared list names them (keyholder reads the same
+// list). kit is the free product a claim grants; the other three are sold.
 const (
-	ProductKit      = "kit"
-	ProductPlatform = "platform"
-	ProductIdentity = "identity"
-	ProductCourier  = "courier"
+	ProductKit      = products.Kit
+	ProductPlatform = products.Platform
+	ProductIdentity = products.Identity
+	ProductCourier  = products.Courier
 )
 
 // Products lists every product in the order messages name them.
-var Products = []string{ProductKit, ProductPlatform, ProductIdentity, ProductCourier}
+var Products = products.All()
 
 // IsProduct reports whether p is one of the four products.
-func IsProduct(p string) bool {
-	switch p {
-	case ProductKit, ProductPlatform, ProductIdentity, ProductCourier:
-		return true
-	}
-	return false
-}
+func IsProduct(p string) bool { return products.Valid(p) }
 
 // Entitlement statuses. There is no other state: nothing expires a grant.
 const (

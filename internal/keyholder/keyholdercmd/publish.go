@@ -19,9 +19,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/platformco/platform/internal/box"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/products"
 	"github.com/platformco/platform/internal/semver"
 )
 
@@ -41,8 +41,8 @@ func runPublish(ctx context.Context, args []string, env cli.Env) error {
 	if flags.NArg() != 1 {
 		return cli.Usagef("keyholder publish: want exactly one DIR_OR_TARBALL (`platform keyholder help` shows the usage)")
 	}
-	if !box.IsProduct(*repo) {
-		return cli.Usagef("keyholder publish: --repository must be one of %s", strings.Join(box.Products, ", "))
+	if !products.Valid(*repo) {
+		return cli.Usagef("keyholder publish: --repository must be one of %s", strings.Join(products.All(), ", "))
 	}
 	if v, err := semver.ParseVersion(*version); err != nil || v.String() != *version {
 		return cli.Usagef("keyholder publish: --version must be X.Y.Z, got %q", *version)
