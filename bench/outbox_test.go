@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/platformco/platform/internal/events/eventstest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 // TestDiagnoseStream: a message id stored twice (published again after
@@ -23,16 +24,22 @@ func TestDiagnoseStream(t *testing.T) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream.Name, Subjects: []string{stream.SubjectPrefix + ".>"}, Duplicates: 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	publish := func(id string) {
+	publish := func(id string) *jetstream.PubAck {
 		t.Helper()
-		if _, err := js.Publish(ctx, stream.Subject("identity.user.created"), []byte("{}"), jetstream.WithMsgID(id)); err != nil {
+		ack, err := js.Publish(ctx, stream.Subject("identity.user.created"), []byte("{}"), jetstream.WithMsgID(id))
+		if err != nil {
 			t.Fatal(err)
 		}
+		return ack
 	}
 	publish("a")
 	publish("b")
-	time.Sleep(300 * time.Millisecond)
-	publish("a")
+	// Publish a again until the stream stores it: inside the window it is
+	// acknowledged as a duplicate and not stored, so trying changes
+	// nothing; past it, it is stored as sequence 3.
+	testutil.Eventually(t, 10*time.Second, "the stream to store a again past its window", func() bool {
+		return !publish("a").Duplicate
+	})
 	got, err := diagnoseStream(ctx, js, stream, 3, map[string]bool{"a": true})
 	if err != nil {
 		t.Fatal(err)

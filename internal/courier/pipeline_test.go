@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,11 +146,15 @@ func TestPipelineGathersOutcomesIntoOneRecord(t *testing.T) {
 	for i := range 10 {
 		q.add(i)
 	}
+	var worked atomic.Int64
 	p := courier.Pipeline[int, int]{
 		Batch: 50, Workers: 1, Poll: time.Hour, BusyPoll: time.Hour, Gather: 5 * time.Second,
 		Claim: q.claim,
 		Work: func(_ context.Context, c int) (int, bool) {
-			time.Sleep(2 * time.Millisecond) // one at a time, spaced
+			// One at a time, spaced: the spacing is the case under test
+			// (each outcome comes after the record loop took the last).
+			time.Sleep(2 * time.Millisecond)
+			worked.Add(1)
 			return c, true
 		},
 		Record: q.record,
@@ -158,9 +163,9 @@ func TestPipelineGathersOutcomesIntoOneRecord(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.Run(ctx); close(done) }()
-	// The tenth outcome is in the record loop's hands well within the 5 s;
-	// a stop then records what it gathered at once.
-	time.Sleep(200 * time.Millisecond)
+	// Once the tenth is worked its outcome goes to the record loop, well
+	// within the 5 s; a stop then records what it gathered at once.
+	testutil.Eventually(t, 4*time.Second, "ten items worked", func() bool { return worked.Load() == 10 })
 	cancel()
 	<-done
 	q.mu.Lock()

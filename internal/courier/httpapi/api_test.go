@@ -26,6 +26,7 @@ import (
 	"github.com/platformco/platform/internal/openapi/openapitest"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 var (
@@ -307,13 +308,7 @@ func startIdentity(t *testing.T, engine sqldb.Engine) *identityProvider {
 	done := make(chan struct{})
 	go func() { client.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(10 * time.Second)
-	for !client.KeysUsable() {
-		if time.Now().After(deadline) {
-			t.Fatal("identity's key set never loaded")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "identity's key set to load", client.KeysUsable)
 	return &identityProvider{env: ienv, srv: srv, client: client}
 }
 

@@ -19,6 +19,7 @@ import (
 	identityhttp "github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/identitytest"
 	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -56,13 +57,7 @@ func TestFailsClosed(t *testing.T) {
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(10 * time.Second)
-	for !c.KeysUsable() {
-		if time.Now().After(deadline) {
-			t.Fatal("key set never loaded")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "the key set to load", c.KeysUsable)
 	idp.Register(t, "ann@example.com")
 	tok := idp.Login(t, "ann@example.com")
 

@@ -14,6 +14,7 @@ import (
 	"github.com/platformco/platform/internal/keyholder/keyholdertest"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
+	"github.com/platformco/platform/internal/testutil"
 )
 
 type errorBody struct {
@@ -187,13 +188,9 @@ func credentialExpires(t *testing.T, engine sqldb.Engine) {
 	if got := basic(t, "GET", p.KeyholderURL+"/v2/", cred.Username, cred.Password); got != http.StatusOK {
 		t.Fatalf("fresh credential: got %d, want 200", got)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for basic(t, "GET", p.KeyholderURL+"/v2/", cred.Username, cred.Password) != http.StatusUnauthorized {
-		if time.Now().After(deadline) {
-			t.Fatalf("credential still accepted 10s after a 1s TTL")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "the credential to be refused after its 1s TTL", func() bool {
+		return basic(t, "GET", p.KeyholderURL+"/v2/", cred.Username, cred.Password) == http.StatusUnauthorized
+	})
 }
 
 func TestPullsNeedMembership(t *testing.T) {
@@ -261,10 +258,22 @@ func TestExchangeExpiredCapability(t *testing.T) {
 	p := keyholdertest.Start(t, sqldb.SQLite, keyholdertest.Options{BoxEnv: map[string]string{"BOX_CAPABILITY_TTL": "1s"}})
 	c := p.NewCustomer("late@example.com")
 	p.Grant(c, "kit", "")
-	capability := p.Capability(c, "kit", "")
-	// Wait out the capability's second without redeeming it: box's own
-	// expiry is the state under test, and there is nothing to poll.
-	time.Sleep(1100 * time.Millisecond)
+	var issued struct {
+		Capability struct {
+			Token     string    `json:"token"`
+			ExpiresAt time.Time `json:"expires_at"`
+		} `json:"capability"`
+	}
+	if st, raw := p.Call("POST", p.BoxURL+"/v1/accounts/"+c.AccountID+"/artifact_fetches", c.Token, map[string]any{"artifact": "kit"}, &issued); st != http.StatusCreated {
+		t.Fatalf("artifact fetch: %d %s", st, raw)
+	}
+	capability := issued.Capability.Token
+	// Wait, without redeeming it (a redemption spends it), until the
+	// clock is past the expiry box stated: box's own expiry is the state
+	// under test.
+	testutil.Eventually(t, 10*time.Second, "the capability's expires_at to pass", func() bool {
+		return time.Now().After(issued.Capability.ExpiresAt)
+	})
 	var e errorBody
 	st, raw := p.Call("POST", p.KeyholderURL+"/v1/exchange", "", map[string]string{"capability": capability}, &e)
 	if st != http.StatusGone || e.Error.Code != "capability_expired" {
