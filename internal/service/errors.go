@@ -52,8 +52,12 @@ type Errors struct {
 	Status map[string]int
 	// Realm, when set, is the realm of the WWW-Authenticate challenge of
 	// every 401 that has none yet.
-	Realm  string
-	Logger *slog.Logger
+	Realm string
+	// InternalMessage and UnavailableMessage word the 500 and the 503 of
+	// a service whose document fixes its own wording (box's);
+	// MsgInternal and MsgUnavailable when empty.
+	InternalMessage, UnavailableMessage string
+	Logger                              *slog.Logger
 }
 
 // Write answers err: a request-body problem with its own status; a
@@ -84,7 +88,7 @@ func (e Errors) Write(w http.ResponseWriter, r *http.Request, err error) {
 		e.Unavailable(w, r)
 	default:
 		e.Logger.ErrorContext(r.Context(), "internal error", "err", err.Error(), "method", r.Method, "path", r.URL.Path)
-		e.Refuse(w, r, http.StatusInternalServerError, httpx.CodeInternal, MsgInternal)
+		e.Refuse(w, r, http.StatusInternalServerError, httpx.CodeInternal, or(e.InternalMessage, MsgInternal))
 	}
 }
 
@@ -94,9 +98,6 @@ func (e Errors) Refuse(w http.ResponseWriter, r *http.Request, status int, code,
 	h := w.Header()
 	if status == http.StatusUnauthorized && e.Realm != "" && h.Get("WWW-Authenticate") == "" {
 		h.Set("WWW-Authenticate", `Bearer realm="`+e.Realm+`"`)
-	}
-	if status == http.StatusServiceUnavailable && h.Get("Retry-After") == "" {
-		h.Set("Retry-After", "1")
 	}
 	e.Envelope(w, r, status, code, message, fields)
 }
@@ -108,7 +109,21 @@ func (e Errors) Writer() httpx.ErrorWriter {
 	}
 }
 
-// Unavailable answers an outage: 503 unavailable, Retry-After: 1.
+// Unavailable answers an outage: 503 unavailable, Retry-After: 1. A
+// service error the table maps to 503 carries Retry-After only when the
+// error says when to retry (a dependency that is not configured will not
+// be back in a second).
 func (e Errors) Unavailable(w http.ResponseWriter, r *http.Request) {
-	e.Refuse(w, r, http.StatusServiceUnavailable, httpx.CodeUnavailable, MsgUnavailable)
+	if w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1")
+	}
+	e.Refuse(w, r, http.StatusServiceUnavailable, httpx.CodeUnavailable, or(e.UnavailableMessage, MsgUnavailable))
+}
+
+// or is s, or def when s is empty.
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

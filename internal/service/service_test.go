@@ -144,3 +144,39 @@ func TestErrorsWrite(t *testing.T) {
 		}
 	}
 }
+
+// A service whose document fixes its own wording of the 500 and the 503
+// gets it; one without gets the kit's.
+func TestErrorsMessages(t *testing.T) {
+	outage := fmt.Errorf("read: %w", &net.OpError{Op: "dial", Err: errors.New("connection refused")})
+	tests := []struct {
+		name              string
+		internal, unavail string
+		err               error
+		wantStatus        int
+		wantMessage       string
+	}{
+		{"KitInternal", "", "", errors.New("boom"), 500, MsgInternal},
+		{"KitUnavailable", "", "", outage, 503, MsgUnavailable},
+		{"OwnInternal", "internal error", "down", errors.New("boom"), 500, "internal error"},
+		{"OwnUnavailable", "internal error", "down", outage, 503, "down"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Errors{Envelope: ErrorObject, InternalMessage: tt.internal, UnavailableMessage: tt.unavail, Logger: slog.New(slog.DiscardHandler)}
+			rec := httptest.NewRecorder()
+			e.Write(rec, httptest.NewRequest(http.MethodGet, "/v1/x", nil), tt.err)
+			var body struct {
+				Error struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatal(err)
+			}
+			if rec.Code != tt.wantStatus || body.Error.Message != tt.wantMessage {
+				t.Errorf("%d %q, want %d %q", rec.Code, body.Error.Message, tt.wantStatus, tt.wantMessage)
+			}
+		})
+	}
+}
