@@ -1,18 +1,15 @@
 package httpapi
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
 
 	"github.com/platformco/platform/internal/box"
-	"github.com/platformco/platform/internal/errs"
-	"github.com/platformco/platform/internal/httpx"
-	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/service"
 )
 
+// Box's document fixes its own wording of the 500 and the 503.
 const (
-	codeInternal   = "internal"
 	msgInternal    = "internal error"
 	msgUnavailable = "service temporarily unavailable"
 )
@@ -33,41 +30,28 @@ var statusOf = map[string]int{
 	box.CodeUnavailable:         http.StatusServiceUnavailable,
 }
 
-// errorBody is box's error envelope.
-type errorBody struct {
-	Error errorDetail `json:"error"`
+// errorsOf is box's error writer: the kit's, in the {error: {code,
+// message, fields}} envelope, by statusOf, in box's wording.
+func errorsOf(logger *slog.Logger) service.Errors {
+	return service.Errors{
+		Envelope:           service.ErrorObject,
+		Status:             statusOf,
+		InternalMessage:    msgInternal,
+		UnavailableMessage: msgUnavailable,
+		Logger:             logger,
+	}
 }
 
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
+// writeEnvelope writes one refusal without field errors in box's
+// envelope, which does not read the request.
 func writeEnvelope(w http.ResponseWriter, status int, code, message string) {
-	w.Header().Set("Cache-Control", "no-store")
-	httpx.WriteJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: message}})
+	errorsOf(nil).Refuse(w, nil, status, code, message)
 }
 
-// writeError answers err: a request-body problem with its own status, a box
-// error by the table, anything else as a logged, generic 500.
+// writeError answers err (service.Errors.Write): a request-body problem
+// with its own status, a box error by the table with its field errors, an
+// outage as 503, a request the client abandoned with nothing, anything
+// else as a logged, generic 500.
 func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
-	var de *httpx.DecodeError
-	if errors.As(err, &de) {
-		writeEnvelope(w, de.Status, de.Code, de.Message)
-		return
-	}
-	if e, ok := errs.As(err); ok {
-		if status, ok := statusOf[e.Code]; ok {
-			writeEnvelope(w, status, e.Code, e.Message)
-			return
-		}
-	}
-	if sqldb.IsUnavailable(err) {
-		logger.WarnContext(r.Context(), "database unavailable", "err", err.Error(), "method", r.Method, "path", r.URL.Path)
-		w.Header().Set("Retry-After", "1")
-		writeEnvelope(w, http.StatusServiceUnavailable, box.CodeUnavailable, msgUnavailable)
-		return
-	}
-	logger.ErrorContext(r.Context(), "internal error", "err", err.Error(), "method", r.Method, "path", r.URL.Path)
-	writeEnvelope(w, http.StatusInternalServerError, codeInternal, msgInternal)
+	errorsOf(logger).Write(w, r, err)
 }

@@ -1,17 +1,12 @@
 package httpapi
 
 import (
-	"context"
-	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 
-	"github.com/platformco/platform/internal/errs"
-	"github.com/platformco/platform/internal/httpx"
 	"github.com/platformco/platform/internal/idempotency"
 	"github.com/platformco/platform/internal/identity"
-	"github.com/platformco/platform/internal/sqldb"
+	"github.com/platformco/platform/internal/service"
 )
 
 // statusOf is the one table from identity's error codes to HTTP statuses.
@@ -48,47 +43,27 @@ type api struct {
 	origin string
 }
 
-// fail answers err as a problem: an expected error with its status, a
-// decoding error as it says, anything else as a logged, generic 500.
+// errorsOf is identity's error writer: the kit's, in problem+json, by
+// statusOf, every 401 challenging for the identity realm.
+func errorsOf(logger *slog.Logger) service.Errors {
+	return service.Errors{Envelope: service.Problem, Status: statusOf, Realm: "identity", Logger: logger}
+}
+
+// fail answers err as a problem (service.Errors.Write): an expected error
+// with its status and field errors, a decoding error as it says, an outage
+// as 503, an abandoned request with nothing, anything else as a logged,
+// generic 500.
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var de *httpx.DecodeError
-	if errors.As(err, &de) {
-		httpx.WriteProblem(w, r, de.Status, de.Code, de.Message, nil)
-		return
-	}
-	if e, ok := errs.As(err); ok {
-		if status, known := statusOf[e.Code]; known {
-			if e.Code == identity.CodeUnauthorized {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="identity"`)
-			}
-			if e.RetryAfter > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+999_999_999)/1e9)))
-			}
-			httpx.WriteProblem(w, r, status, e.Code, e.Message, e.Fields)
-			return
-		}
-	}
-	if sqldb.IsUnavailable(err) {
-		a.log.WarnContext(r.Context(), "database unavailable", "err", err, "method", r.Method, "path", r.URL.Path)
-		a.unavailable(w, r)
-		return
-	}
-	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-		// The caller went away; nobody reads the answer.
-		a.log.InfoContext(r.Context(), "request abandoned by the client", "path", r.URL.Path)
-		return
-	}
-	a.log.ErrorContext(r.Context(), "internal error", "err", err, "method", r.Method, "path", r.URL.Path)
-	writeProblem(w, r, http.StatusInternalServerError, httpx.CodeInternal, "an internal error occurred; it has been logged")
+	errorsOf(a.log).Write(w, r, err)
 }
 
 // unavailable answers a dependency outage.
 func (a *api) unavailable(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Retry-After", "1")
-	writeProblem(w, r, http.StatusServiceUnavailable, httpx.CodeUnavailable, "the service is temporarily unavailable; try again shortly")
+	errorsOf(a.log).Unavailable(w, r)
 }
 
-// writeProblem is identity's envelope for refusals without field errors.
+// writeProblem is identity's envelope for refusals without field errors
+// (httpx.Finish's).
 func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, message string) {
-	httpx.WriteProblem(w, r, status, code, message, nil)
+	errorsOf(nil).Refuse(w, r, status, code, message)
 }
