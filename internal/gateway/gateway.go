@@ -19,6 +19,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
 	"github.com/platformco/platform/internal/httpx"
+	"github.com/platformco/platform/internal/service"
 	"github.com/platformco/platform/internal/tokens"
 )
 
@@ -86,6 +87,7 @@ type Gateway struct {
 	// methods refuses, on a protected route, a method its path lacks.
 	methods methodTable
 	policy  atomic.Pointer[policyHeaders] // the limiter's policy, rendered
+	ready   *service.Readiness            // the named checks of /readyz
 }
 
 // New returns the gateway's handler, with request logging and trace
@@ -120,6 +122,7 @@ func New(opts Options) *Gateway {
 			g.upstreams[name] = g.newUpstream(name, u)
 		}
 	}
+	g.ready = g.newReadiness()
 	g.loadOpenAPI()
 	g.methods = newMethodTable(opts.Documents)
 	internal := func(w http.ResponseWriter, r *http.Request) {
