@@ -34,6 +34,18 @@ var manifestAccept = strings.Join([]string{
 
 // Upstream is the registry keyholder fronts, reached with keyholder's own
 // read credential (never shown to a client).
+//
+// It speaks the Distribution API itself rather than through
+// go-containerregistry's remote package (which keyholder publish uses to
+// push). The manifests and blobs it passes to clients must stream with
+// the upstream's status and headers, which remote does not expose. For
+// the tag and manifest reads that resolve what a credential reaches,
+// remote would pick the scheme from the host, not from
+// KEYHOLDER_REGISTRY_URL: name.Registry.Scheme answers "http" for any
+// loopback, RFC 1918, localhost or .local host, so an upstream configured
+// as https://10.0.0.5 would be read over plain HTTP with keyholder's
+// credential in the clear. It would also read manifests up to 100 MiB
+// where this caps them at Distribution's 4 MiB.
 type Upstream struct {
 	base       string
 	user, pass string
