@@ -375,26 +375,27 @@ func (b *bench) email(ctx context.Context) (*Scenario, error) {
 }
 
 // webhookSink is the local receiver: it verifies each request's Standard
-// Webhooks signature with its own code and counts the verified ones, and
-// the distinct webhook ids among them.
+// Webhooks signature with its own code (the secret of the endpoint its
+// path names) and counts the verified ones, and the distinct webhook ids
+// among them.
 type webhookSink struct {
-	secret atomic.Pointer[[]byte]
-	total  atomic.Int64
-	bad    atomic.Int64
-	mu     sync.Mutex
-	ids    map[string]int
+	secrets sync.Map // path → []byte
+	total   atomic.Int64
+	bad     atomic.Int64
+	mu      sync.Mutex
+	ids     map[string]int
 }
 
 func (ws *webhookSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
-	key := ws.secret.Load()
-	if err != nil || key == nil {
+	key, known := ws.secrets.Load(r.URL.Path)
+	if err != nil || !known {
 		ws.bad.Add(1)
 		http.Error(w, "no", http.StatusBadRequest)
 		return
 	}
 	id, ts := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp")
-	mac := hmac.New(sha256.New, *key)
+	mac := hmac.New(sha256.New, key.([]byte))
 	mac.Write([]byte(id + "." + ts + "."))
 	mac.Write(body)
 	want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
@@ -413,6 +414,10 @@ func (ws *webhookSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ws.total.Add(1)
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// webhookAccounts is how many accounts the webhook scenario's events are
+// about, each with its own endpoint (at most the harness's users).
+const webhookAccounts = 16
 
 // courierScenario runs the courier scenario name (email or webhook).
 func (b *bench) courierScenario(ctx context.Context, name string) (*Scenario, error) {
@@ -450,20 +455,38 @@ func (b *bench) webhook(ctx context.Context) (*Scenario, error) {
 	srv := &http.Server{Handler: recv, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
-	recvURL := "http://" + ln.Addr().String() + "/hook"
+	recvURL := "http://" + ln.Addr().String()
 
-	owner := b.user(0)
-	status, created, raw, err := callJSON(ctx, b.client, "POST", rig.svc.URL+"/v1/accounts/"+owner.AccountID+"/webhook_endpoints", owner.Token,
-		map[string]any{"url": recvURL, "event_types": []string{"identity.member.joined"}, "description": "bench receiver"})
-	secret, _ := created["secret"].(string)
-	if err != nil || status != http.StatusCreated || secret == "" {
-		return nil, fmt.Errorf("create the webhook endpoint: %d %s %v", status, raw, err)
+	// One endpoint per account, for up to webhookAccounts accounts:
+	// courier keeps each (endpoint, subject)'s events in order, so the
+	// events of one account go one at a time while different accounts'
+	// go side by side, as a platform with many customers has them.
+	var owners []user
+	taken := map[string]bool{}
+	for i := 0; i < len(b.p.users) && len(owners) < webhookAccounts; i++ {
+		if u := b.user(i); !taken[u.AccountID] {
+			taken[u.AccountID] = true
+			owners = append(owners, u)
+		}
 	}
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
-	if err != nil {
-		return nil, err
+	var key []byte // the first endpoint's, which the bare loop signs with
+	for i, owner := range owners {
+		path := "/hook/" + strconv.Itoa(i)
+		status, created, raw, err := callJSON(ctx, b.client, "POST", rig.svc.URL+"/v1/accounts/"+owner.AccountID+"/webhook_endpoints", owner.Token,
+			map[string]any{"url": recvURL + path, "event_types": []string{"identity.member.joined"}, "description": "bench receiver"})
+		secret, _ := created["secret"].(string)
+		if err != nil || status != http.StatusCreated || secret == "" {
+			return nil, fmt.Errorf("create webhook endpoint %d of %d: %d %s %v", i+1, len(owners), status, raw, err)
+		}
+		k, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+		if err != nil {
+			return nil, err
+		}
+		recv.secrets.Store(path, k)
+		if i == 0 {
+			key = k
+		}
 	}
-	recv.secret.Store(&key)
 
 	nc, err := nats.Connect(rig.nats.URL())
 	if err != nil {
@@ -478,7 +501,10 @@ func (b *bench) webhook(ctx context.Context) (*Scenario, error) {
 	if _, err := events.EnsureStream(ctx, js, stream); err != nil {
 		return nil, err
 	}
+	sent := 0
 	envelope := func() (string, []byte) {
+		owner := owners[sent%len(owners)]
+		sent++
 		id := ids.New() // as identity's outbox issues them
 		e := events.Envelope{SpecVersion: "1.0", ID: id, Type: "identity.member.joined", Source: "identity", Subject: owner.AccountID,
 			Time: time.Now().UTC(), Data: json.RawMessage(`{"account_id":"` + owner.AccountID + `","user_id":"` + uuid.NewString() + `","role":"member"}`)}
@@ -536,7 +562,7 @@ func (b *bench) webhook(ctx context.Context) (*Scenario, error) {
 	bareSig := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 	bareOp := func(int) op {
 		return func(ctx context.Context) error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, recvURL, strings.NewReader(string(body)))
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, recvURL+"/hook/0", strings.NewReader(string(body)))
 			if err != nil {
 				return err
 			}
@@ -551,7 +577,7 @@ func (b *bench) webhook(ctx context.Context) (*Scenario, error) {
 			_, _ = io.Copy(io.Discard, res.Body)
 			res.Body.Close()
 			if res.StatusCode != http.StatusNoContent {
-				return statusError{"POST", "/hook", res.StatusCode, http.StatusNoContent}
+				return statusError{"POST", "/hook/0", res.StatusCode, http.StatusNoContent}
 			}
 			return nil
 		}
@@ -632,7 +658,7 @@ func (b *bench) webhook(ctx context.Context) (*Scenario, error) {
 	s.errorsTarget()
 	s.target("bare loop without error", strconv.FormatInt(errorsOf(s.Baseline), 10), errorsOf(s.Baseline) == 0)
 	s.Notes = append(s.Notes,
-		fmt.Sprintf("each round publishes %d identity.member.joined envelopes about one account (one subscribed endpoint) to the JetStream stream courier consumes (the harness's embedded NATS), acknowledged, and times them until the receiver has verified as many deliveries", perRound),
+		fmt.Sprintf("each round publishes %d identity.member.joined envelopes, in turn about %d accounts with one subscribed endpoint each (courier orders deliveries per endpoint and subject), to the JetStream stream courier consumes (the harness's embedded NATS), acknowledged, and times them until the receiver has verified as many deliveries", perRound, len(owners)),
 		"courier runs as a process on "+b.cfg.engine+" with COURIER_ENV=development (the receiver is on loopback, which the address guard admits only there)",
 		"rounds, courier against the bare loop's best level: "+strings.Join(order, "; "),
 		"latency columns do not apply to the courier row (one drain per round)")

@@ -10,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
@@ -34,6 +38,14 @@ import (
 // outrun the exporter and the batch processor's queue drops spans
 // (spans/op below 2): the export's share is then understated, which the
 // bench harness's observe scenario, at a real server's rate, checks.
+//
+// "otelhttp" is the same observed read with the libraries' middleware in
+// place of ours: otelhttp's handler (server span and OpenTelemetry HTTP
+// metrics) with the metrics read by a Prometheus registry as promhttp
+// serves them; the database's spans and pool metrics stay ours, so both
+// sides do the same work and only the HTTP middleware differs (issue 49:
+// keep the simpler one unless it costs more than the spread of three
+// rounds; bench/README.md has the measurement).
 func BenchmarkAuthenticatedRead(b *testing.B) {
 	recv, exports, spans := otlpReceiver(b)
 	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv)
@@ -45,7 +57,7 @@ func BenchmarkAuthenticatedRead(b *testing.B) {
 	})
 	traced := false
 	for _, engine := range sqltest.Engines() {
-		for _, observed := range []string{"plain", "metrics", "tracing", "observed"} {
+		for _, observed := range []string{"plain", "metrics", "tracing", "observed", "otelhttp"} {
 			name := string(engine) + "/" + observed
 			b.Run(name, func(b *testing.B) {
 				h, path, token, stop := readServer(b, engine, observed)
@@ -119,9 +131,29 @@ func readServer(b *testing.B, engine sqldb.Engine, observed string) (http.Handle
 			b.Cleanup(func() { _ = stop(context.Background()) })
 		}
 		observe.Statements(env.DB, metrics, tracing)
-		h = metrics.Middleware(tracing.Middleware(h))
+		if observed == "otelhttp" {
+			h = libraryMiddleware(b, h)
+		} else {
+			h = metrics.Middleware(tracing.Middleware(h))
+		}
 	}
 	return h, "/v1/accounts/" + account.ID, token, stop
+}
+
+// libraryMiddleware observes h with otelhttp: a server span from the
+// global provider (StartTracing's) and the HTTP server metrics through
+// OpenTelemetry's Prometheus exporter on a registry of its own, which
+// promhttp would serve.
+func libraryMiddleware(b *testing.B, h http.Handler) http.Handler {
+	b.Helper()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(prometheus.NewRegistry()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	b.Cleanup(func() { _ = meters.Shutdown(context.Background()) })
+	return otelhttp.NewHandler(h, "identity", otelhttp.WithMeterProvider(meters),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.Pattern }))
 }
 
 // cpuTime is the CPU time the process has used (user and system): on a

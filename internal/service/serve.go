@@ -86,22 +86,30 @@ func (a *App) OnStop(fn func()) {
 }
 
 // Idempotency returns the Idempotency-Key store of the service's
-// database, sealing with secret, and starts its purge: once now and every
-// PurgeInterval, so the table keeps only the retention window.
+// database, sealing with secret, and starts its purge (Purge), so the
+// table keeps only the retention window.
 func (a *App) Idempotency(secret []byte) *idempotency.Store {
 	s := idempotency.New(a.DB, secret)
-	a.Go(func(ctx context.Context) { purge(ctx, s, PurgeInterval, a.Logger) })
+	a.Purge("idempotency", s.Purge)
 	return s
 }
 
-func purge(ctx context.Context, s *idempotency.Store, every time.Duration, logger *slog.Logger) {
+// Purge runs delete once now and every PurgeInterval until Serve returns:
+// the service's retention of what has stopped mattering (expired
+// Idempotency-Key records, spent counters, sent mail). name labels its log
+// lines; a failure is logged and tried again at the next interval.
+func (a *App) Purge(name string, delete func(ctx context.Context) (int64, error)) {
+	a.Go(func(ctx context.Context) { purge(ctx, name, delete, PurgeInterval, a.Logger) })
+}
+
+func purge(ctx context.Context, name string, delete func(context.Context) (int64, error), every time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if n, err := s.Purge(ctx); err != nil && ctx.Err() == nil {
-			logger.WarnContext(ctx, "idempotency: purge failed", "err", err.Error())
+		if n, err := delete(ctx); err != nil && ctx.Err() == nil {
+			logger.WarnContext(ctx, name+": purge failed", "err", err.Error())
 		} else if n > 0 {
-			logger.InfoContext(ctx, "idempotency: expired records purged", "count", n)
+			logger.InfoContext(ctx, name+": expired records purged", "count", n)
 		}
 		select {
 		case <-ctx.Done():

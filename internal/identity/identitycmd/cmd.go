@@ -139,7 +139,9 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 			app.Go(func(ctx context.Context) { ring.Run(ctx, keyRefresh, logger) })
 			startMailRelay(app, cfg, svc, logger)
 			deps.Service = svc
-			deps.OIDCStore = sqlstore.New(app.DB)
+			store := sqlstore.New(app.DB)
+			deps.OIDCStore = store
+			app.Purge("identity", func(ctx context.Context) (int64, error) { return store.PurgeSpent(ctx, cfg.MailWindow) })
 			if deps.OIDC, err = oidc.New(oidc.Config{Issuer: cfg.Issuer, PublicURL: cfg.PublicURL, Service: svc, Store: deps.OIDCStore, MasterKey: cfg.MasterKey, Now: app.DB.Now, Logger: logger}); err != nil {
 				return nil, fmt.Errorf("OpenID Provider: %w", err)
 			}

@@ -3,9 +3,11 @@ package sqlstore_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/identitytest"
+	"github.com/platformco/platform/internal/identity/sqlstore"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
@@ -146,6 +148,59 @@ func TestRaceMailLimit(t *testing.T) {
 		}
 		if tokens != identity.DefaultMailPerAddress {
 			t.Errorf("reset tokens = %d, want %d (none without its mail)", tokens, identity.DefaultMailPerAddress)
+		}
+	})
+}
+
+// TestPurgeSpent: the hourly purge deletes the mail windows that have
+// ended, the address counters that count nothing and sent mail past
+// SentMailKept, and keeps everything that still changes an answer.
+func TestPurgeSpent(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		env := identitytest.New(t, engine, identitytest.Config{})
+		now := env.Clock.Now()
+		ts := func(d time.Duration) time.Time { return sqldb.Timestamp(now.Add(d)) }
+		const (
+			quota   = `INSERT INTO mail_quota (key_digest, window_start, sent) VALUES ($1, $2, 3)`
+			failure = `INSERT INTO login_failures (address_digest, failed_logins, locked_until, updated_at) VALUES ($1, $2, $3, $3)`
+			mail    = `INSERT INTO mail_outbox (id, template, recipient, created_at, next_attempt_at, sent_at) VALUES ($1, 'x', 'a@example.com', $2, $2, $3)`
+		)
+		old := ts(-sqlstore.SentMailKept - time.Hour)
+		rows := []struct {
+			sql  string
+			args []any
+		}{
+			{quota, []any{"ended", ts(-identity.DefaultMailWindow)}},
+			{quota, []any{"open", ts(-time.Minute)}},
+			{failure, []any{"spent", 0, ts(-time.Minute)}},
+			{failure, []any{"locked", 0, ts(time.Minute)}},
+			{failure, []any{"counting", 2, ts(-time.Minute)}},
+			{mail, []any{"00000000-0000-0000-0000-000000000001", old, old}},
+			{mail, []any{"00000000-0000-0000-0000-000000000002", ts(-time.Hour), ts(-time.Hour)}},
+			{mail, []any{"00000000-0000-0000-0000-000000000003", old, nil}},
+		}
+		for _, r := range rows {
+			if _, err := env.DB.Exec(ctx, r.sql, r.args...); err != nil {
+				t.Fatalf("%s %v: %v", r.sql, r.args, err)
+			}
+		}
+		n, err := env.Store.PurgeSpent(ctx, identity.DefaultMailWindow)
+		if err != nil || n != 3 {
+			t.Fatalf("PurgeSpent = %d, %v; want 3 rows (an ended window, a spent counter, an old sent mail)", n, err)
+		}
+		for _, c := range []struct {
+			table, key, value string
+		}{
+			{"mail_quota", "key_digest", "open"},
+			{"login_failures", "address_digest", "locked"},
+			{"login_failures", "address_digest", "counting"},
+			{"mail_outbox", "id", "00000000-0000-0000-0000-000000000002"},
+			{"mail_outbox", "id", "00000000-0000-0000-0000-000000000003"},
+		} {
+			var count int
+			if err := env.DB.QueryRow(ctx, `SELECT count(*) FROM `+c.table+` WHERE `+c.key+` = $1`, c.value).Scan(&count); err != nil || count != 1 {
+				t.Errorf("%s %s: %d rows, %v; want it kept", c.table, c.value, count, err)
+			}
 		}
 	})
 }
