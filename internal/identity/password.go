@@ -37,10 +37,20 @@ const (
 // MemoryKiB of memory and a core, so a flood of sign-ins queues instead
 // of exhausting memory, and argon2's memory is bounded by that number
 // times MemoryKiB (MemoryBound).
+//
+// The bound is contention-aware (decision 0019): while sessions are being
+// checked (the service's reads are in flight) only half of it (at least
+// one) is taken, so a sign-in flood leaves the other cores to the reads;
+// sign-ins alone get all of it.
 type Hasher struct {
 	params HashParams
-	slots  chan struct{}
+	slots  chan struct{} // taken at any time: half the bound, at least one
+	spare  chan struct{} // the rest: taken only while nothing else is served
 	dummy  string
+
+	// contended reports whether other work is in flight (Service sets
+	// it to "a session check is running"); nil: never.
+	contended func() bool
 
 	// Each hash allocates MemoryKiB that the runtime keeps after a burst
 	// of sign-ins; once hashing has been quiet for ReleaseAfter, it is
@@ -61,15 +71,15 @@ const ReleaseAfter = 10 * time.Second
 
 // DefaultHashConcurrency is how many hashes run at once unless configured:
 // one per core (GOMAXPROCS), which is what logins need to keep up with
-// raw argon2id. The scheduler preempts a running hash every 10 ms, so
-// reads during a sign-in flood are slowed, not stopped; where they must
-// keep more, IDENTITY_HASH_CONCURRENCY sets fewer (decision 0017).
+// raw argon2id. While sessions are being checked the hasher takes only
+// half of it (decision 0019), so reads during a sign-in flood keep the
+// other cores; IDENTITY_HASH_CONCURRENCY sets another bound (0017).
 func DefaultHashConcurrency() int { return max(1, runtime.GOMAXPROCS(0)) }
 
 // MemoryBound is the most memory argon2 holds at once in h's hashes:
 // its concurrency times MemoryKiB, in bytes.
 func (h *Hasher) MemoryBound() uint64 {
-	return uint64(cap(h.slots)) * uint64(h.params.MemoryKiB) * 1024
+	return uint64(cap(h.slots)+cap(h.spare)) * uint64(h.params.MemoryKiB) * 1024
 }
 
 // NewHasher returns a Hasher running at most concurrency hashes at once
@@ -78,7 +88,8 @@ func NewHasher(p HashParams, concurrency int) *Hasher {
 	if concurrency < 1 {
 		concurrency = DefaultHashConcurrency()
 	}
-	h := &Hasher{params: p, slots: make(chan struct{}, concurrency)}
+	shared := max(1, concurrency/2)
+	h := &Hasher{params: p, slots: make(chan struct{}, shared), spare: make(chan struct{}, concurrency-shared)}
 	h.dummy = h.encode(make([]byte, saltLen), "unknown-address-placeholder")
 	return h
 }
@@ -120,13 +131,36 @@ func (h *Hasher) Verify(ctx context.Context, password, encoded string) (ok, need
 	return known && match, known && match && p != h.params, nil
 }
 
+// take waits for a slot, or until ctx ends, and returns the channel it
+// holds one of: a spare slot only while nothing else is in flight when
+// the hash arrives (a hash waiting for a slot does not look again; the
+// next one to arrive does).
+func (h *Hasher) take(ctx context.Context) (chan struct{}, error) {
+	select {
+	case h.slots <- struct{}{}:
+		return h.slots, nil
+	default:
+	}
+	spare := h.spare
+	if cap(spare) == 0 || (h.contended != nil && h.contended()) {
+		spare = nil // a nil channel's case never proceeds
+	}
+	select {
+	case h.slots <- struct{}{}:
+		return h.slots, nil
+	case spare <- struct{}{}:
+		return spare, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // acquire waits for a slot, or until ctx ends.
 func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
 	queued := time.Now()
-	select {
-	case h.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	held, err := h.take(ctx)
+	if err != nil {
+		return nil, err
 	}
 	started := time.Now()
 	h.metrics.hashQueued(started.Sub(queued))
@@ -138,7 +172,7 @@ func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
 	h.mu.Unlock()
 	return func() {
 		h.metrics.hashed(time.Since(started))
-		<-h.slots
+		<-held
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.busy--; h.busy == 0 {

@@ -44,7 +44,7 @@ func TestHasherDefaultUsesEveryCore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := NewHasher(p, tc.concurrency)
-			if got := cap(h.slots); got != tc.want {
+			if got := cap(h.slots) + cap(h.spare); got != tc.want {
 				t.Errorf("NewHasher(…, %d) runs %d hashes at once, want %d (GOMAXPROCS %d)", tc.concurrency, got, tc.want, runtime.GOMAXPROCS(0))
 			}
 			if got, want := h.MemoryBound(), uint64(tc.want)*64*1024; got != want {
@@ -75,6 +75,66 @@ func TestHasherHashesOnEveryCoreAtOnce(t *testing.T) {
 	for _, release := range releases {
 		release()
 	}
+}
+
+// TestHasherHalvesWhileContended: while other work is in flight (a
+// session check, as Service reports it) a hash takes only the shared half
+// of the bound, at least one; with none in flight, every slot.
+func TestHasherHalvesWhileContended(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		bound, quiet, contended int
+	}{
+		{"One", 1, 1, 1},
+		{"Two", 2, 2, 1},
+		{"Four", 4, 4, 2},
+		{"Five", 5, 5, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, busy := range []bool{false, true} {
+				h := NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, tc.bound)
+				h.contended = func() bool { return busy }
+				want := tc.quiet
+				if busy {
+					want = tc.contended
+				}
+				var releases []func()
+				for i := range want {
+					release, err := h.acquire(context.Background())
+					if err != nil {
+						t.Fatalf("contended %v: hash %d of %d: %v", busy, i+1, want, err)
+					}
+					releases = append(releases, release)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+				if _, err := h.acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("contended %v: hash %d ran with %d running, want it to wait", busy, want+1, want)
+				}
+				cancel()
+				for _, release := range releases {
+					release()
+				}
+				if got := len(h.slots) + len(h.spare); got != 0 {
+					t.Errorf("contended %v: %d slots still held after every release", busy, got)
+				}
+			}
+		})
+	}
+}
+
+// TestServiceContendedWhileCheckingSessions: the service tells its hasher
+// it is contended exactly while a session check is in flight.
+func TestServiceContendedWhileCheckingSessions(t *testing.T) {
+	h := NewHasher(HashParams{MemoryKiB: 64, Passes: 1, Threads: 1}, 2)
+	s := NewService(nil, h, nil, Options{})
+	if h.contended() {
+		t.Fatal("contended with no session check in flight")
+	}
+	s.checking.Add(1)
+	if !h.contended() {
+		t.Error("not contended while a session check is in flight")
+	}
+	s.checking.Add(-1)
 }
 
 // TestHasherReleasesMemoryWhenIdle: the last hash of a burst arms the

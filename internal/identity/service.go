@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -53,6 +54,10 @@ type Service struct {
 	keys   *KeyRing
 	opts   Options
 	mail   *MailSealer
+
+	// checking counts the session checks in flight (Authenticate): the
+	// hasher takes half its bound while any is (decision 0019).
+	checking atomic.Int64
 }
 
 // NewService returns the service.
@@ -80,7 +85,9 @@ func NewService(store Store, hasher *Hasher, keys *KeyRing, opts Options) *Servi
 	}
 	mail, _ := NewMailSealer(master) // a 32-byte key cannot fail
 	store = countLockouts(store, opts.Metrics)
-	return &Service{store: store, hasher: hasher, keys: keys, opts: opts, mail: mail}
+	s := &Service{store: store, hasher: hasher, keys: keys, opts: opts, mail: mail}
+	hasher.contended = func() bool { return s.checking.Load() > 0 }
+	return s
 }
 
 // MailSealer returns the sealer of the service's queued mail, for the relay.
@@ -232,6 +239,8 @@ func (s *Service) Authenticate(ctx context.Context, token, accountID string) (Pr
 	if token == "" {
 		return Principal{}, ErrUnauthorized
 	}
+	s.checking.Add(1)
+	defer s.checking.Add(-1)
 	if strings.HasPrefix(token, APIKeyPrefix) {
 		return s.authenticateAPIKey(ctx, token, accountID)
 	}
