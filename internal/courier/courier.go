@@ -53,6 +53,8 @@ type Email struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	History     []StatusChange
+	// Pushes is how many pushes the send queued (CreateEmail's answer).
+	Pushes int
 }
 
 // StatusChange is one entry of a message's history: a status it entered,
@@ -75,6 +77,10 @@ type NewEmail struct {
 	// SealedData is the template data sealed for this email's id; nil when
 	// the message is suppressed (nothing will ever be rendered).
 	SealedData []byte
+	// PushCategory, when set, has the message pushed to every subscription
+	// of the user the address belongs to whose preference for it is on
+	// (PushCategory; "" for every security message).
+	PushCategory string
 }
 
 // Claimed is a queued message leased to one send attempt.

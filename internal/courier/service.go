@@ -25,7 +25,12 @@ type Service struct {
 	// queued receives (without blocking) when a message was queued, to
 	// wake the send loop.
 	queued chan struct{}
+	// pushed, when set, wakes the push loop when pushes were queued.
+	pushed func()
 }
+
+// OnPushQueued has fn called after each send that queued pushes.
+func (s *Service) OnPushQueued(fn func()) { s.pushed = fn }
 
 // NewService returns a service over store, sealing template data with
 // sealer.
@@ -45,7 +50,7 @@ func (s *Service) Send(ctx context.Context, caller string, req SendRequest) (Ema
 	if err != nil {
 		return Email{}, err
 	}
-	in := NewEmail{ID: ids.New(), Template: req.Template, To: req.To, Locale: "en", RequestedBy: caller}
+	in := NewEmail{ID: ids.New(), Template: req.Template, To: req.To, Locale: "en", RequestedBy: caller, PushCategory: PushCategory(req.Template)}
 	if req.Locale != nil {
 		in.Locale = *req.Locale
 	}
@@ -70,6 +75,9 @@ func (s *Service) Send(ctx context.Context, caller string, req SendRequest) (Ema
 		case s.queued <- struct{}{}:
 		default:
 		}
+	}
+	if err == nil && e.Pushes > 0 && s.pushed != nil {
+		s.pushed()
 	}
 	return e, err
 }
@@ -117,4 +125,10 @@ func (s *Service) OpenData(c Claimed) (map[string]string, error) {
 		return nil, err
 	}
 	return data, nil
+}
+
+// OpenPushData opens a claimed push's template data (sealed for its
+// email's id).
+func (s *Service) OpenPushData(c ClaimedPush) (map[string]string, error) {
+	return s.OpenData(Claimed{ID: c.EmailID, SealedData: c.SealedData})
 }

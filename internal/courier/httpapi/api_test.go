@@ -48,6 +48,12 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func newEnv(t *testing.T, engine sqldb.Engine) *env { return newEnvWith(t, engine, 0, true) }
 
 func newEnvWith(t *testing.T, engine sqldb.Engine, dbTimeout time.Duration, ready bool) *env {
+	return newEnvPush(t, engine, dbTimeout, ready, nil)
+}
+
+// newEnvPush is newEnvWith with push on when push is set: it is given the
+// store and the sealer and returns the Deps' Push.
+func newEnvPush(t *testing.T, engine sqldb.Engine, dbTimeout time.Duration, ready bool, push func(*sqlstore.Store, *courier.Sealer) *courier.Push) *env {
 	t.Helper()
 	db := sqltest.Open(t, engine, sqlstore.Migrations)
 	sealer, err := courier.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
@@ -63,8 +69,13 @@ func newEnvWith(t *testing.T, engine sqldb.Engine, dbTimeout time.Duration, read
 		t.Fatal(err)
 	}
 	idp := startIdentity(t, engine)
-	svc := courier.NewService(sqlstore.New(db), sealer)
-	h := httpapi.NewServer(httpapi.Deps{
+	store := sqlstore.New(db)
+	svc := courier.NewService(store, sealer)
+	var pm *courier.Push
+	if push != nil {
+		pm = push(store, sealer)
+	}
+	h := httpapi.NewServer(httpapi.Deps{Push: pm, VAPIDPublicKey: testVAPIDKey,
 		Service: svc, Identity: idp.client, Tokens: tokens, Idempotency: idempotency.New(db, make([]byte, idempotency.SecretSize)), Logger: discard(),
 		Mailbox: box.Page(), MailboxJSON: box.JSON(), DatabaseTimeout: dbTimeout,
 		Ready: func(context.Context) httpx.Readiness {

@@ -16,6 +16,8 @@ import (
 type handlers struct {
 	svc       *courier.Service
 	hooks     *courier.Webhooks
+	push      *courier.Push
+	vapidKey  string
 	identity  Identity
 	kick      func()
 	tokens    ServiceTokens

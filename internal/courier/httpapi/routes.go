@@ -25,6 +25,11 @@ type Deps struct {
 	// unavailable.
 	Waiting  bool
 	Webhooks *courier.Webhooks
+	// Push manages push subscriptions; nil (no VAPID key pair) leaves the
+	// push routes unregistered, so they answer 404. VAPIDPublicKey is the
+	// key browsers subscribe with.
+	Push           *courier.Push
+	VAPIDPublicKey string
 	// Identity resolves a user's bearer token to a user, or to a member of
 	// an account (identityclient); nil answers those routes unavailable.
 	Identity Identity
@@ -71,7 +76,7 @@ func refuse(w http.ResponseWriter, r *http.Request, status int, code, message st
 }
 
 func routes(mux *http.ServeMux, d Deps) {
-	h := &handlers{svc: d.Service, hooks: d.Webhooks, identity: d.Identity, kick: d.KickDeliveries, tokens: d.Tokens, logger: d.Logger, dbTimeout: d.DatabaseTimeout}
+	h := &handlers{svc: d.Service, hooks: d.Webhooks, push: d.Push, vapidKey: d.VAPIDPublicKey, identity: d.Identity, kick: d.KickDeliveries, tokens: d.Tokens, logger: d.Logger, dbTimeout: d.DatabaseTimeout}
 	if h.dbTimeout <= 0 {
 		h.dbTimeout = 5 * time.Second
 	}
@@ -87,6 +92,13 @@ func routes(mux *http.ServeMux, d Deps) {
 	mux.Handle("POST /v1/suppressions", h.requireService(http.HandlerFunc(h.suppress)))
 	mux.HandleFunc("GET /v1/me/preferences", h.getPreferences)
 	mux.HandleFunc("PATCH /v1/me/preferences", h.patchPreferences)
+	if d.Push != nil {
+		mux.Handle("GET /v1/emails/{id}/pushes", h.requireService(http.HandlerFunc(h.getEmailPushes)))
+		mux.HandleFunc("GET /v1/push/vapid_public_key", h.vapidPublicKey)
+		mux.HandleFunc("POST /v1/me/push_subscriptions", h.createPushSubscription)
+		mux.HandleFunc("GET /v1/me/push_subscriptions", h.listPushSubscriptions)
+		mux.HandleFunc("DELETE /v1/me/push_subscriptions/{id}", h.deletePushSubscription)
+	}
 	mux.HandleFunc("POST /v1/accounts/{account_id}/webhook_endpoints", h.createEndpoint)
 	mux.HandleFunc("GET /v1/accounts/{account_id}/webhook_endpoints", h.listEndpoints)
 	mux.HandleFunc("GET /v1/accounts/{account_id}/webhook_endpoints/{endpoint_id}", h.getEndpoint)

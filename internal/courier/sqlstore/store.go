@@ -77,11 +77,11 @@ func addHistory(ctx context.Context, tx *sqldb.Tx, emailID, status, detail strin
 // read committed rows, reading inside guaranteed no more).
 func (s *Store) CreateEmail(ctx context.Context, in courier.NewEmail, decide func(reasons []string, prefs *courier.Preferences) string) (courier.Email, error) {
 	e := courier.Email{ID: in.ID, Template: in.Template, To: in.To, Locale: in.Locale, RequestedBy: in.RequestedBy}
-	reasons, prefs, err := s.recipientState(ctx, in.To)
+	rs, err := s.recipientState(ctx, in.To)
 	if err != nil {
 		return e, err
 	}
-	skip := decide(reasons, prefs)
+	skip := decide(rs.reasons, rs.prefs)
 	e.Status = courier.StatusQueued
 	data := in.SealedData
 	if skip != "" {
@@ -95,9 +95,21 @@ func (s *Store) CreateEmail(ctx context.Context, in courier.NewEmail, decide fun
 	if err != nil {
 		return e, fmt.Errorf("outbox: encode %s: %w", ev.Type, err)
 	}
-	_, err = s.db.Write(ctx, s.acceptStatement(),
-		e.ID, e.Template, e.To, e.Locale, e.RequestedBy, e.Status, data, now, skip,
-		ids.New(), ev.Type, ev.Subject, string(evData), traceparent(ctx))
+	args := []any{e.ID, e.Template, e.To, e.Locale, e.RequestedBy, e.Status, data, now, skip,
+		ids.New(), ev.Type, ev.Subject, string(evData), traceparent(ctx)}
+	// Pushes follow the preferences only: an address suppressed for email
+	// is still pushed to.
+	if in.PushCategory != "" && rs.subscriptions > 0 && rs.prefs != nil && rs.prefs.On(in.PushCategory) && skip != courier.SkipPreferenceOff {
+		err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+			if _, err := tx.Exec(ctx, s.acceptStatement(), args...); err != nil {
+				return err
+			}
+			e.Pushes, err = queuePushes(ctx, tx, e, rs.userID, in.SealedData, now)
+			return err
+		})
+		return e, err
+	}
+	_, err = s.db.Write(ctx, s.acceptStatement(), args...)
 	return e, err
 }
 
@@ -124,32 +136,42 @@ func (s *Store) acceptStatement() string {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 }
 
-// recipientState reads the suppression reasons that hold for address and
-// the preferences recorded for it (nil when none), in one query.
-func (s *Store) recipientState(ctx context.Context, address string) ([]string, *courier.Preferences, error) {
+// recipient is what a send learns of its address: the suppression
+// reasons that hold for it, the preferences recorded for it (nil when
+// none), and the user they belong to with their push subscriptions' count.
+type recipient struct {
+	reasons       []string
+	prefs         *courier.Preferences
+	userID        string
+	subscriptions int
+}
+
+// recipientState reads an address's recipient, in one query.
+func (s *Store) recipientState(ctx context.Context, address string) (recipient, error) {
 	agg := "group_concat"
 	if s.db.Engine == sqldb.Postgres {
 		agg = "string_agg"
 	}
 	var p courier.Preferences
 	var found bool
-	var joined sql.NullString
+	var joined, user sql.NullString
+	var rs recipient
 	err := s.db.QueryRow(ctx, `
 		SELECT (SELECT `+agg+`(reason, ',') FROM suppressions WHERE address = $1),
-			p.product_updates IS NOT NULL, coalesce(p.product_updates, true), coalesce(p.release_announcements, true), coalesce(p.account_activity, true)
+			p.product_updates IS NOT NULL, coalesce(p.product_updates, true), coalesce(p.release_announcements, true), coalesce(p.account_activity, true),
+			p.user_id, (SELECT count(*) FROM push_subscriptions s WHERE s.user_id = p.user_id)
 		FROM (SELECT 1) one LEFT JOIN preferences p ON p.address = $1`, courier.NormalizeAddress(address)).
-		Scan(&joined, &found, &p.ProductUpdates, &p.ReleaseAnnouncements, &p.AccountActivity)
+		Scan(&joined, &found, &p.ProductUpdates, &p.ReleaseAnnouncements, &p.AccountActivity, &user, &rs.subscriptions)
 	if err != nil {
-		return nil, nil, err
+		return rs, err
 	}
-	var reasons []string
 	if joined.Valid {
-		reasons = strings.Split(joined.String, ",")
+		rs.reasons = strings.Split(joined.String, ",")
 	}
-	if !found {
-		return reasons, nil, nil
+	if found {
+		rs.prefs, rs.userID = &p, user.String
 	}
-	return reasons, &p, nil
+	return rs, nil
 }
 
 func createdEvent(e courier.Email, skip string) courier.Event {
@@ -255,27 +277,42 @@ func (s *Store) ClaimDue(ctx context.Context, limit int, lease time.Duration) ([
 		if err := rows.Err(); err != nil || len(out) == 0 {
 			return err
 		}
-		// attempt_id = CASE id WHEN <id> THEN <its attempt id> … END
-		var set, in strings.Builder
-		args := []any{tx.Now.Add(lease), tx.Now}
+		ids := make([]string, len(out))
 		for i := range out {
-			out[i].AttemptID = uuid.NewString()
-			out[i].Attempts++
-			n := len(args)
-			fmt.Fprintf(&set, " WHEN $%d THEN %s", n+1, uuidArg(tx, n+2))
-			if i > 0 {
-				in.WriteString(", ")
-			}
-			fmt.Fprintf(&in, "$%d", n+1)
-			args = append(args, out[i].ID, out[i].AttemptID)
+			ids[i] = out[i].ID
 		}
-		_, err = tx.Exec(ctx, `
-			UPDATE emails SET attempt_id = CASE id`+set.String()+` END,
-				attempts = attempts + 1, next_attempt_at = $1, updated_at = $2
-			WHERE id IN (`+in.String()+`)`, args...)
+		attempts, err := leaseRows(ctx, tx, "emails", ids, lease)
+		for i := range out {
+			out[i].AttemptID = attempts[i]
+			out[i].Attempts++
+		}
 		return err
 	})
 	return out, err
+}
+
+// leaseRows leases table's rows ids for lease, each under a new attempt
+// id (returned in ids' order), counting the attempt, in tx.
+func leaseRows(ctx context.Context, tx *sqldb.Tx, table string, ids []string, lease time.Duration) ([]string, error) {
+	// attempt_id = CASE id WHEN <id> THEN <its attempt id> … END
+	var set, in strings.Builder
+	args := []any{tx.Now.Add(lease), tx.Now}
+	attempts := make([]string, len(ids))
+	for i, id := range ids {
+		attempts[i] = uuid.NewString()
+		n := len(args)
+		fmt.Fprintf(&set, " WHEN $%d THEN %s", n+1, uuidArg(tx, n+2))
+		if i > 0 {
+			in.WriteString(", ")
+		}
+		fmt.Fprintf(&in, "$%d", n+1)
+		args = append(args, id, attempts[i])
+	}
+	_, err := tx.Exec(ctx, `
+		UPDATE `+table+` SET attempt_id = CASE id`+set.String()+` END,
+			attempts = attempts + 1, next_attempt_at = $1, updated_at = $2
+		WHERE id IN (`+in.String()+`)`, args...)
+	return attempts, err
 }
 
 // uuidArg is the placeholder $n, typed as a uuid on PostgreSQL, which
