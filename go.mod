@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	code.dny.dev/ssrf v0.3.0
+	github.com/SherClockHolmes/webpush-go v1.4.0
 	github.com/chromedp/cdproto v0.159.3
 	github.com/chromedp/chromedp v0.23.0
 	github.com/compose-spec/compose-go/v2 v2.16.2

@@ -15,6 +15,7 @@ import (
 	"github.com/platformco/platform/internal/courier/httpapi"
 	"github.com/platformco/platform/internal/courier/identityclient"
 	"github.com/platformco/platform/internal/courier/localmail"
+	"github.com/platformco/platform/internal/courier/push"
 	"github.com/platformco/platform/internal/courier/smtp"
 	"github.com/platformco/platform/internal/courier/sqlstore"
 	"github.com/platformco/platform/internal/courier/webhooks"
@@ -32,7 +33,7 @@ const ReadyBudget = 800 * time.Millisecond
 // Command is `platform courier`.
 var Command = service.Command[Config, *Config]{
 	Name:        "courier",
-	Summary:     "the courier service (email, preferences, webhooks)",
+	Summary:     "the courier service (email, push, preferences, webhooks)",
 	DefaultPort: 4000,
 	Serve:       Serve,
 	Migrate:     migrate,
@@ -153,6 +154,13 @@ func openLoops(ctx context.Context, app *service.App, cfg Config, deps *httpapi.
 	deliverer := webhooks.NewDeliverer(obs.webhookStore(store), hooks, webhooks.NewClient(cfg.Development()), webhooks.Options{}, logger)
 	deps.Service, deps.Webhooks, deps.KickDeliveries = svc, hooks, deliverer.Kick
 	deps.Idempotency = app.Idempotency(cfg.SecretBoxKey)
+	if cfg.vapid != nil {
+		pm := courier.NewPush(store, sealer, cfg.Development(), nil)
+		sender := push.NewSender(store, svc, pm, renderer, *cfg.vapid, webhooks.NewClient(cfg.Development()), push.Options{}, logger)
+		svc.OnPushQueued(sender.Kick)
+		deps.Push, deps.VAPIDPublicKey = pm, cfg.vapid.PublicKey
+		app.Go(sender.Run)
+	}
 	app.Go(courier.NewSender(svc, renderer, mailer, courier.SenderOptions{From: cfg.MailFrom}, logger).Run)
 	app.Go(identity.Run)
 	app.Go(deliverer.Run)

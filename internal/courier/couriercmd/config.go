@@ -8,6 +8,7 @@ import (
 
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/courier/httpapi"
+	"github.com/platformco/platform/internal/courier/push"
 	"github.com/platformco/platform/internal/courier/smtp"
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/service"
@@ -45,9 +46,18 @@ type Config struct {
 	IdentityURL     string        `env:"COURIER_IDENTITY_URL" rule:"url"`
 	IdentityTimeout time.Duration `env:"COURIER_IDENTITY_TIMEOUT, default=2s" rule:"positive"`
 	EventsURL       string        `env:"EVENTS_URL"`
+	// VAPIDPublicKey, VAPIDPrivateKey and VAPIDSubject turn Web Push on
+	// (courier.md section 6); without a pair the push routes answer 404.
+	VAPIDPublicKey  string `env:"COURIER_VAPID_PUBLIC_KEY"`
+	VAPIDPrivateKey string `env:"COURIER_VAPID_PRIVATE_KEY"`
+	VAPIDSubject    string `env:"COURIER_VAPID_SUBJECT"`
 
 	tokens httpapi.ServiceTokens
+	vapid  *push.VAPID
 }
+
+// Push reports whether a VAPID key pair turns Web Push on.
+func (c Config) Push() bool { return c.vapid != nil }
 
 // Development reports whether COURIER_ENV is development.
 func (c Config) Development() bool { return c.Env == "development" }
@@ -105,6 +115,23 @@ func (c *Config) validate() error {
 		if err := events.ValidateURL(c.EventsURL); err != nil {
 			return fmt.Errorf("EVENTS_URL: %v", err)
 		}
+	}
+	c.vapid = nil
+	switch {
+	case c.VAPIDPublicKey == "" && c.VAPIDPrivateKey == "":
+		if c.VAPIDSubject != "" {
+			return fmt.Errorf("COURIER_VAPID_SUBJECT: is set without COURIER_VAPID_PUBLIC_KEY and COURIER_VAPID_PRIVATE_KEY")
+		}
+	case c.VAPIDPublicKey == "":
+		return fmt.Errorf("COURIER_VAPID_PUBLIC_KEY: is required with COURIER_VAPID_PRIVATE_KEY")
+	case c.VAPIDPrivateKey == "":
+		return fmt.Errorf("COURIER_VAPID_PRIVATE_KEY: is required with COURIER_VAPID_PUBLIC_KEY")
+	default:
+		v, err := push.ParseVAPID(c.VAPIDPublicKey, c.VAPIDPrivateKey, c.VAPIDSubject)
+		if err != nil {
+			return err
+		}
+		c.vapid = &v
 	}
 	return nil
 }

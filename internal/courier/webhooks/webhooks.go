@@ -209,6 +209,9 @@ type ClientOptions struct {
 	// Resolver resolves endpoint host names (default the system's). The
 	// guard checks the address a connection reaches, whatever resolved it.
 	Resolver *net.Resolver
+	// RootCAs are the authorities certificates are checked against
+	// (default the system's): a test's own server's.
+	RootCAs *x509.CertPool
 }
 
 // NewClient returns the HTTP client deliveries use: no proxy, no
@@ -234,6 +237,7 @@ func NewClientWith(o ClientOptions) *http.Client {
 			Proxy:                 nil,
 			DialContext:           dialer.DialContext,
 			TLSHandshakeTimeout:   5 * time.Second,
+			TLSClientConfig:       &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
 			ResponseHeaderTimeout: o.Timeout,
 			MaxIdleConnsPerHost:   DefaultWorkers,
 			IdleConnTimeout:       90 * time.Second,
