@@ -390,8 +390,12 @@ func courierConfig(ctx context.Context, env cli.Env, dir, natsURL, metricsAddr s
 	if err != nil {
 		return couriercmd.Config{}, err
 	}
+	vapid, err := loadOrCreateVAPID(filepath.Join(dir, courierVAPIDFile))
+	if err != nil {
+		return couriercmd.Config{}, err
+	}
 	var cfg couriercmd.Config
-	err = config.Load(ctx, only(env, map[string]string{
+	err = config.Load(ctx, only(env, withVAPID(vapid, map[string]string{
 		"PORT":                   fmt.Sprint(courierPort),
 		"DATABASE_URL":           db,
 		"COURIER_ENV":            "development",
@@ -404,7 +408,7 @@ func courierConfig(ctx context.Context, env cli.Env, dir, natsURL, metricsAddr s
 		"COURIER_IDENTITY_URL":   fmt.Sprintf("http://127.0.0.1:%d", identityPort),
 		"EVENTS_URL":             natsURL,
 		"METRICS_ADDR":           metricsAddr,
-	}), &cfg)
+	})), &cfg)
 	return cfg, err
 }
 

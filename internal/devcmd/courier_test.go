@@ -32,6 +32,12 @@ func TestCourierConfig(t *testing.T) {
 	if err != nil || string(again.SecretBoxKey) != string(cfg.SecretBoxKey) {
 		t.Errorf("second start: %v, key changed = %v", err, string(again.SecretBoxKey) != string(cfg.SecretBoxKey))
 	}
+	if !cfg.Push() || again.VAPIDPublicKey != cfg.VAPIDPublicKey || again.VAPIDPrivateKey != cfg.VAPIDPrivateKey {
+		t.Errorf("push on = %v; VAPID pair kept across starts = %v", cfg.Push(), again.VAPIDPublicKey == cfg.VAPIDPublicKey)
+	}
+	if info, err := os.Stat(filepath.Join(dir, courierVAPIDFile)); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("VAPID file: %v; want 0600", err)
+	}
 	if s := CourierServiceSecret(strings.Repeat("k", 44)); len(s) < 32 {
 		t.Errorf("service secret %q is shorter than courier accepts", s)
 	}

@@ -25,7 +25,7 @@ var servicePaths = map[string]bool{"/healthz": true, "/readyz": true, "/openapi.
 // forwards to it: courier's service-to-service routes (internalOnly) and
 // its development mailbox, served on courier's own port.
 var NotAtEdge = map[string]map[string]bool{
-	Courier: {"/v1/emails": true, "/v1/emails/{id}": true, "/v1/suppressions": true, "/dev/mail": true, "/dev/mail.json": true},
+	Courier: {"/v1/emails": true, "/v1/emails/{id}": true, "/v1/emails/{id}/pushes": true, "/v1/suppressions": true, "/dev/mail": true, "/dev/mail.json": true},
 }
 
 var operationMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}

@@ -89,6 +89,8 @@ func Routes() []Route {
 	// courier: /v1/emails and /v1/suppressions are service-to-service
 	// only and never routed (see routes).
 	add(subtree("/v1/me/preferences", Courier)...)
+	add(subtree("/v1/me/push_subscriptions", Courier)...)
+	add(newRoute("GET /v1/push/vapid_public_key", Courier, true))
 	add(subtree("/v1/accounts/{id}/webhook_endpoints", Courier)...)
 
 	// keyholder: /v2 checks its own Basic credential, and streams blobs.
