@@ -125,6 +125,9 @@ func (c *Client) doConflict(ctx context.Context, token, method, path string, bod
 	if chain, ok := ctx.Value(forwardedForKey{}).(string); ok {
 		req.Header.Set("X-Forwarded-For", chain)
 	}
+	if ua, ok := ctx.Value(userAgentKey{}).(string); ok {
+		req.Header.Set("User-Agent", ua)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("platform API %s %s: %w", method, path, err)

@@ -175,6 +175,8 @@ var settingsNotices = map[string]string{
 	"verification": "We have sent you a new verification link.",
 	"email":        "If the new address can be used, we have sent it a confirmation link. Your address changes when you open it.",
 	"disconnected": "The application is disconnected: it can no longer act for you, and it will ask again the next time you sign in to it.",
+	"push":         "This browser will show your notifications.",
+	"push-removed": "That device no longer gets notifications.",
 }
 
 func (s *server) settings(w http.ResponseWriter, r *http.Request, sess *session) {

@@ -396,6 +396,8 @@ func (s *server) oauthSignedOut(w http.ResponseWriter, r *http.Request) {
 type settingsData struct {
 	// Applications are the applications the user connected.
 	Applications []connectedApp
+	// Push is the devices section; nil while push is off.
+	Push *pushDevices
 }
 
 type connectedApp struct {
@@ -422,6 +424,10 @@ func (s *server) renderSettings(w http.ResponseWriter, r *http.Request, status i
 			}
 		}
 		d.Applications = append(d.Applications, a)
+	}
+	if d.Push, err = s.pushSection(r.Context(), sess.Token); err != nil {
+		s.fail(w, r, &sess.Me, err)
+		return
 	}
 	p.Data = d
 	s.render(w, r, status, "settings", p)

@@ -54,6 +54,10 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("POST /app/settings/verification", s.authed(s.resendVerification))
 	mux.Handle("POST /app/settings/email", s.authed(s.changeEmail))
 	mux.Handle("POST /app/settings/applications/{client}/disconnect", s.authed(s.disconnectApp))
+	// Web Push (push.go)
+	mux.HandleFunc("GET /sw.js", s.serviceWorker)
+	mux.Handle("POST /app/settings/push", s.authed(s.subscribePush))
+	mux.Handle("POST /app/settings/push/{sub}/delete", s.authed(s.deletePush))
 
 	mux.Handle("GET /app", s.authed(s.accounts))
 	mux.Handle("POST /app/accounts", s.authed(s.createAccount))

@@ -24,6 +24,7 @@ import (
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/courier/couriercmd"
+	"github.com/platformco/platform/internal/courier/push"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/parlor"
@@ -80,11 +81,17 @@ func startStack(t testing.TB) *stack {
 		t.Fatal(err)
 	}
 	const courierSecret = "parlor-stack-identity-secret-0123456789"
+	vapid, err := push.GenerateVAPID("mailto:push@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var courierCfg couriercmd.Config
 	if err := config.Load(ctx, envOf(map[string]string{
 		"DATABASE_URL": courierDB, "COURIER_ENV": "development", "COURIER_SECRET_BOX_KEY": base64.StdEncoding.EncodeToString(key),
 		"COURIER_MAIL_ADAPTER": couriercmd.AdapterLocal, "COURIER_LOCAL_DIR": filepath.Join(dir, "mail"),
 		"COURIER_MAIL_FROM": "Platform <no-reply@example.com>", "COURIER_SERVICE_TOKENS": "identity:" + courierSecret,
+		"COURIER_VAPID_PUBLIC_KEY": vapid.PublicKey, "COURIER_VAPID_PRIVATE_KEY": vapid.PrivateKey, "COURIER_VAPID_SUBJECT": vapid.Subject,
+		"IDENTITY_ISSUER": idURL, "COURIER_IDENTITY_URL": idURL,
 	}), &courierCfg); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +112,7 @@ func startStack(t testing.TB) *stack {
 	}
 	var gwCfg gatewaycmd.Config
 	if err := config.Load(ctx, envOf(map[string]string{
-		"IDENTITY_URL": idURL, "IDENTITY_ISSUER": idURL, "BOX_URL": boxURL, "PARLOR_URL": parlorURL,
+		"IDENTITY_URL": idURL, "IDENTITY_ISSUER": idURL, "BOX_URL": boxURL, "PARLOR_URL": parlorURL, "COURIER_URL": courierURL,
 		// Every test request reaches the gateway from parlor's one address.
 		"GATEWAY_RATE_LIMIT": "100000",
 	}), &gwCfg); err != nil {
