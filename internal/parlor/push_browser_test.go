@@ -75,10 +75,15 @@ func TestSettingsSubscribesThisBrowserToPush(t *testing.T) {
 			t.Logf("granting %s: %v", name, err)
 		}
 	}
-	const subscribe = `window.parlorPush.ready.then(r => r.pushManager.subscribe({userVisibleOnly: true,
+	// Headless Chromium may never answer a subscription it cannot make:
+	// 15 seconds without one count as a refusal.
+	const subscribe = `Promise.race([window.parlorPush.ready.then(r => r.pushManager.subscribe({userVisibleOnly: true,
 		applicationServerKey: document.getElementById("push-form").getAttribute("data-vapid-key")}))
-		.then(s => "ok", e => "error: " + e.name + ": " + e.message)`
-	outcome, err := chromedp.Run(rctx, chromedp.Evaluate[string](subscribe, chromedp.EvalAwaitPromise))
+		.then(s => "ok", e => "error: " + e.name + ": " + e.message),
+		new Promise(resolve => setTimeout(() => resolve("error: no answer within 15 seconds"), 15000))])`
+	sctx, scancel := context.WithTimeout(b.ctx, time.Minute)
+	defer scancel()
+	outcome, err := chromedp.Run(sctx, chromedp.Evaluate[string](subscribe, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatal(err)
 	}
