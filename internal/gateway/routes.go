@@ -109,11 +109,10 @@ func Routes() []Route {
 
 	// pantry (pantry.md section 3): reads are public, still limited per
 	// address; writes and stars need a caller.
-	add(subtree("/v1/projects", Pantry)...)
-	add(newRoute("GET /v1/projects", Pantry, true),
+	add(newRoute("/v1/projects/", Pantry, false),
+		newRoute("GET /v1/projects", Pantry, true),
 		newRoute("GET /v1/projects/{slug}", Pantry, true),
 		newRoute("GET /v1/tags", Pantry, true))
-	add(subtree("/v1/tags", Pantry)...)
 	add(subtree("/v1/accounts/{id}/projects", Pantry)...)
 	add(subtree("/v1/me/stars", Pantry)...)
 
