@@ -14,6 +14,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
+	"github.com/platformco/platform/internal/pantry/pantrycmd"
 	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
 
@@ -27,6 +28,7 @@ func TestConfigurationReferenceNamesEveryVariable(t *testing.T) {
 	for svc, cfg := range map[string]any{
 		"identity": identitycmd.Config{}, "box": boxcmd.Config{}, "gateway": gatewaycmd.Config{},
 		"courier": couriercmd.Config{}, "keyholder": keyholdercmd.Config{}, "parlor": parlorcmd.Config{},
+		"pantry":         pantrycmd.Config{},
 		"events publish": eventscmd.PublishConfig{},
 	} {
 		for _, v := range envVars(reflect.TypeOf(cfg)) {

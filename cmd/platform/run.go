@@ -18,6 +18,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
+	"github.com/platformco/platform/internal/pantry/pantrycmd"
 	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
 
@@ -36,6 +37,7 @@ commands:
   gateway serve                         the edge
   courier serve|migrate                 email, preferences and webhooks, and their schema
   keyholder serve|migrate|publish       the registry-credential exchange
+  pantry serve|migrate                  the project registry
   parlor serve                          the web app
   events publish --service NAME         the outbox publisher loop
   events check                          catalog, manifests and schemas agree
@@ -82,6 +84,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return eventscmd.Run(ctx, args[1:], env)
 	case "keyholder":
 		return keyholdercmd.Command.Run(ctx, args[1:], env)
+	case "pantry":
+		return pantrycmd.Command.Run(ctx, args[1:], env)
 	case "parlor":
 		return parlorcmd.Command.Run(ctx, args[1:], env)
 	case "openapi":

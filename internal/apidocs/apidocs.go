@@ -10,6 +10,7 @@ import (
 	courierapi "github.com/platformco/platform/internal/courier/httpapi"
 	identityapi "github.com/platformco/platform/internal/identity/httpapi"
 	keyholderapi "github.com/platformco/platform/internal/keyholder/httpapi"
+	pantryapi "github.com/platformco/platform/internal/pantry/httpapi"
 )
 
 // Public returns each service's embedded document by service name
@@ -21,5 +22,6 @@ func Public() map[string][]byte {
 		"box":       boxapi.OpenAPI(),
 		"courier":   courierapi.OpenAPI(),
 		"keyholder": keyholderapi.OpenAPI(),
+		"pantry":    pantryapi.OpenAPI(),
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/embedregistry"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
+	"github.com/platformco/platform/internal/pantry/pantrycmd"
 	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
 
@@ -38,6 +39,7 @@ const (
 	boxPort      = 8082
 	courierPort  = 8083
 	parlorPort   = 8085
+	pantryPort   = 8089
 )
 
 // courierKeyFile holds courier's COURIER_SECRET_BOX_KEY inside the data dir.
@@ -129,7 +131,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return err
 	}
 
-	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort, parlorPort})
+	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort, parlorPort, pantryPort})
 	if err != nil {
 		return err
 	}
@@ -171,6 +173,11 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	keyholderDB := "sqlite:" + filepath.Join(dir, "keyholder.db")
 	if err := keyholdercmd.Migrate(ctx, keyholderDB); err != nil {
 		return fmt.Errorf("keyholder migrations: %w", err)
+	}
+
+	pantryDB := "sqlite:" + filepath.Join(dir, "pantry.db")
+	if _, err := pantrycmd.Command.Migrate(ctx, pantryDB); err != nil {
+		return fmt.Errorf("pantry migrations: %w", err)
 	}
 
 	dial, named := reachAt(opts.listen)
@@ -219,6 +226,15 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}), &khCfg); err != nil {
 		return err
 	}
+	var pantryCfg pantrycmd.Config
+	if err := pantrycmd.Command.Load(ctx, only(env, map[string]string{
+		"PORT":                fmt.Sprint(pantryPort),
+		"DATABASE_URL":        pantryDB,
+		"IDENTITY_ISSUER":     issuer,
+		"PANTRY_IDENTITY_URL": identityURL,
+	}), &pantryCfg); err != nil {
+		return err
+	}
 	var gwCfg gatewaycmd.Config
 	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":            fmt.Sprint(gatewayPort),
@@ -228,6 +244,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"COURIER_URL":     fmt.Sprintf("http://%s:%d", dial, courierPort),
 		"KEYHOLDER_URL":   fmt.Sprintf("http://%s:%d", dial, keyholderPort),
 		"PARLOR_URL":      fmt.Sprintf("http://%s:%d", dial, parlorPort),
+		"PANTRY_URL":      fmt.Sprintf("http://%s:%d", dial, pantryPort),
 		// parlor calls the gateway for every browser, from dial; the
 		// browser's address it forwards is believed from there alone.
 		"TRUSTED_PROXIES": parlorAddr(dial),
@@ -273,6 +290,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	serve("courier", func() error {
 		return couriercmd.Serve(ctx, courierCfg, env.Logger("courier"), listeners[courierPort])
 	})
+	serve("pantry", func() error { return pantrycmd.Serve(ctx, pantryCfg, env.Logger("pantry"), listeners[pantryPort]) })
 	serve("parlor", func() error { return parlorcmd.Serve(ctx, parlorCfg, env.Logger("parlor"), listeners[parlorPort]) })
 
 	printBanner(env, dir, natsURL, named)
@@ -366,6 +384,7 @@ func printBanner(env cli.Env, dir, natsURL, host string) {
   keyholder http://%[1]s:%[8]d   (registry credentials; pull through the gateway: %[1]s:%[2]d/v2/)
   registry  http://%[9]s   (the embedded upstream; push with platform keyholder publish)
   parlor    http://%[1]s:%[10]d   (the web app, served by the gateway at http://%[1]s:%[2]d/)
+  pantry    http://%[1]s:%[11]d   (the project registry)
   events    %[6]s   (stream PLATFORM_EVENTS)
   data      %[7]s
 
@@ -373,7 +392,7 @@ Make a registered user staff (an operator who can grant entitlements):
 
   DATABASE_URL=sqlite:%[7]s/identity.db go run ./cmd/platform identity staff add you@example.com
 
-`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr, parlorPort)
+`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr, parlorPort, pantryPort)
 	env.Logger("dev").Info("platform dev started", "data", dir)
 }
 

@@ -21,6 +21,13 @@ func courierManifest() Manifest {
 	}}
 }
 
+// pantryManifest is pantry's declared events (pantry.EventTypes).
+func pantryManifest() Manifest {
+	return Manifest{Service: "pantry", Types: []string{
+		"pantry.project.created", "pantry.project.updated", "pantry.project.deleted",
+	}}
+}
+
 func identityManifest() Manifest {
 	return Manifest{Service: "identity", Types: []string{
 		"identity.user.created",
@@ -101,7 +108,7 @@ func editRow(t *testing.T, m fstest.MapFS, typ string, fn func(row map[string]an
 }
 
 func TestCheckRepositoryAgrees(t *testing.T) {
-	if got := Check(repoSchemas(t), []Manifest{identityManifest(), courierManifest()}); len(got) != 0 {
+	if got := Check(repoSchemas(t), []Manifest{identityManifest(), courierManifest(), pantryManifest()}); len(got) != 0 {
 		for _, d := range got {
 			t.Error(d)
 		}
@@ -133,6 +140,8 @@ func TestCatalogHoldsPlatformRows(t *testing.T) {
 		"courier.email.queued": StatusEmitted, "courier.email.delivered": StatusEmitted,
 		"courier.email.bounced": StatusEmitted, "courier.email.complained": StatusEmitted,
 		"courier.notification.suppressed": StatusEmitted, "muse.tokens.consumed": StatusExternal,
+		"pantry.project.created": StatusEmitted, "pantry.project.updated": StatusEmitted,
+		"pantry.project.deleted": StatusEmitted,
 	}
 	if len(cat.Events) != len(want) {
 		t.Errorf("catalog has %d rows, want %d", len(cat.Events), len(want))

@@ -31,6 +31,7 @@ type Options struct {
 	BoxURL       *url.URL
 	CourierURL   *url.URL
 	KeyholderURL *url.URL
+	PantryURL    *url.URL
 	ParlorURL    *url.URL
 	// Verifier checks bearer tokens.
 	Verifier *tokens.Verifier
@@ -116,7 +117,7 @@ func New(opts Options) *Gateway {
 	g.upstreams = make(map[string]*upstream)
 	for name, u := range map[string]*url.URL{
 		Identity: opts.IdentityURL, Box: opts.BoxURL, Courier: opts.CourierURL,
-		Keyholder: opts.KeyholderURL, Parlor: opts.ParlorURL,
+		Keyholder: opts.KeyholderURL, Pantry: opts.PantryURL, Parlor: opts.ParlorURL,
 	} {
 		if u != nil {
 			g.upstreams[name] = g.newUpstream(name, u)

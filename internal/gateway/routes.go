@@ -13,6 +13,7 @@ const (
 	Box       = "box"
 	Courier   = "courier"
 	Keyholder = "keyholder"
+	Pantry    = "pantry"
 	Parlor    = "parlor"
 )
 
@@ -33,6 +34,7 @@ var envelopeOf = map[string]envelope{
 	Box:       boxEnvelope,
 	Courier:   problemEnvelope,
 	Keyholder: boxEnvelope,
+	Pantry:    problemEnvelope,
 	Parlor:    problemEnvelope,
 }
 
@@ -106,6 +108,15 @@ func Routes() []Route {
 	v2 := newRoute("/v2/", Keyholder, true)
 	v2.env = ociEnvelope
 	add(v2)
+
+	// pantry (pantry.md section 3): reads are public, still limited per
+	// address; writes and stars need a caller.
+	add(newRoute("/v1/projects/", Pantry, false),
+		newRoute("GET /v1/projects", Pantry, true),
+		newRoute("GET /v1/projects/{slug}", Pantry, true),
+		newRoute("GET /v1/tags", Pantry, true))
+	add(subtree("/v1/accounts/{id}/projects", Pantry)...)
+	add(subtree("/v1/me/stars", Pantry)...)
 
 	// parlor: every other path; it decides which pages need a session.
 	add(newRoute("/", Parlor, true))

@@ -32,11 +32,14 @@ const (
 	ScopeArtifactsFetch   = "artifacts:fetch"
 	ScopeReleasesRead     = "releases:read"
 	ScopeReleasesApprove  = "releases:approve"
+	// ScopeProjectsWrite lets a key publish, change and delete its
+	// account's projects in pantry (pantry.md section 1).
+	ScopeProjectsWrite = "projects:write"
 )
 
 // Scopes lists every scope an API key may carry.
 func Scopes() []string {
-	return []string{ScopeAccountRead, ScopeEntitlementsRead, ScopeArtifactsFetch, ScopeReleasesRead, ScopeReleasesApprove}
+	return []string{ScopeAccountRead, ScopeEntitlementsRead, ScopeArtifactsFetch, ScopeReleasesRead, ScopeReleasesApprove, ScopeProjectsWrite}
 }
 
 // MinRoleAPIKeys is who manages an account's API keys.

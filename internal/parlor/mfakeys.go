@@ -210,7 +210,7 @@ type apiKeysData struct {
 	Token  string
 }
 
-var apiKeyScopes = []string{"account:read", "entitlements:read", "artifacts:fetch", "releases:read", "releases:approve"}
+var apiKeyScopes = []string{"account:read", "entitlements:read", "artifacts:fetch", "releases:read", "releases:approve", "projects:write"}
 
 func (s *server) apiKeys(w http.ResponseWriter, r *http.Request, sess *session) {
 	s.renderAPIKeys(w, r, sess, &page{Notice: notice(r)}, http.StatusOK, "")

@@ -24,6 +24,8 @@ import (
 	"github.com/platformco/platform/internal/identity/sqlstore"
 	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/outbox"
+	"github.com/platformco/platform/internal/pantry"
+	pantrysql "github.com/platformco/platform/internal/pantry/sqlstore"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/schemas"
 )
@@ -43,6 +45,7 @@ func Manifests() []events.Manifest {
 	return []events.Manifest{
 		{Service: "identity", Types: identity.EventTypes()},
 		{Service: "courier", Types: courier.EventTypes()},
+		{Service: "pantry", Types: pantry.EventTypes()},
 	}
 }
 
@@ -52,6 +55,7 @@ func publishers() map[string]sqldb.Migrations {
 	return map[string]sqldb.Migrations{
 		"identity": sqlstore.Migrations,
 		"courier":  couriersql.Migrations,
+		"pantry":   pantrysql.Migrations,
 	}
 }
 
