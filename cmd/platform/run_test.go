@@ -77,7 +77,7 @@ func TestRunExitCodes(t *testing.T) {
 // stops it (exit 1) naming the variable, help exits 0 with the service's
 // usage, and an argument after serve is refused (exit 2).
 func TestEveryServiceCommandAnswersAlike(t *testing.T) {
-	for _, svc := range []string{"identity", "box", "gateway", "courier", "keyholder", "parlor"} {
+	for _, svc := range []string{"identity", "box", "gateway", "courier", "keyholder", "parlor", "billing"} {
 		for _, tt := range []struct {
 			name       string
 			args       []string

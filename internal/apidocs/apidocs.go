@@ -6,6 +6,7 @@
 package apidocs
 
 import (
+	billingapi "github.com/platformco/platform/internal/billing/httpapi"
 	boxapi "github.com/platformco/platform/internal/box/httpapi"
 	courierapi "github.com/platformco/platform/internal/courier/httpapi"
 	identityapi "github.com/platformco/platform/internal/identity/httpapi"
@@ -21,5 +22,6 @@ func Public() map[string][]byte {
 		"box":       boxapi.OpenAPI(),
 		"courier":   courierapi.OpenAPI(),
 		"keyholder": keyholderapi.OpenAPI(),
+		"billing":   billingapi.OpenAPI(),
 	}
 }

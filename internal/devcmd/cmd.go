@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/platformco/platform/internal/apidocs"
+	"github.com/platformco/platform/internal/billing/billingcmd"
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
@@ -129,7 +130,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return err
 	}
 
-	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort, parlorPort})
+	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort, parlorPort, billingPort})
 	if err != nil {
 		return err
 	}
@@ -219,6 +220,10 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}), &khCfg); err != nil {
 		return err
 	}
+	billingCfg, err := billingConfig(ctx, env, dir, natsURL, dial, named, metrics["billing"])
+	if err != nil {
+		return err
+	}
 	var gwCfg gatewaycmd.Config
 	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":            fmt.Sprint(gatewayPort),
@@ -228,6 +233,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"COURIER_URL":     fmt.Sprintf("http://%s:%d", dial, courierPort),
 		"KEYHOLDER_URL":   fmt.Sprintf("http://%s:%d", dial, keyholderPort),
 		"PARLOR_URL":      fmt.Sprintf("http://%s:%d", dial, parlorPort),
+		"BILLING_URL":     fmt.Sprintf("http://%s:%d", dial, billingPort),
 		// parlor calls the gateway for every browser, from dial; the
 		// browser's address it forwards is believed from there alone.
 		"TRUSTED_PROXIES": parlorAddr(dial),
@@ -274,6 +280,9 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return couriercmd.Serve(ctx, courierCfg, env.Logger("courier"), listeners[courierPort])
 	})
 	serve("parlor", func() error { return parlorcmd.Serve(ctx, parlorCfg, env.Logger("parlor"), listeners[parlorPort]) })
+	serve("billing", func() error {
+		return billingcmd.Serve(ctx, billingCfg, env.Logger("billing"), listeners[billingPort])
+	})
 
 	printBanner(env, dir, natsURL, named)
 	if len(metrics) > 0 {
@@ -366,6 +375,7 @@ func printBanner(env cli.Env, dir, natsURL, host string) {
   keyholder http://%[1]s:%[8]d   (registry credentials; pull through the gateway: %[1]s:%[2]d/v2/)
   registry  http://%[9]s   (the embedded upstream; push with platform keyholder publish)
   parlor    http://%[1]s:%[10]d   (the web app, served by the gateway at http://%[1]s:%[2]d/)
+  billing   http://%[1]s:%[11]d   (test processor: pay with 4242 4242 4242 4242)
   events    %[6]s   (stream PLATFORM_EVENTS)
   data      %[7]s
 
@@ -373,7 +383,7 @@ Make a registered user staff (an operator who can grant entitlements):
 
   DATABASE_URL=sqlite:%[7]s/identity.db go run ./cmd/platform identity staff add you@example.com
 
-`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr, parlorPort)
+`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr, parlorPort, billingPort)
 	env.Logger("dev").Info("platform dev started", "data", dir)
 }
 

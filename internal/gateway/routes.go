@@ -14,6 +14,7 @@ const (
 	Courier   = "courier"
 	Keyholder = "keyholder"
 	Parlor    = "parlor"
+	Billing   = "billing"
 )
 
 // Route is one entry of the routing table: requests matching Pattern (a
@@ -34,6 +35,7 @@ var envelopeOf = map[string]envelope{
 	Courier:   problemEnvelope,
 	Keyholder: boxEnvelope,
 	Parlor:    problemEnvelope,
+	Billing:   problemEnvelope,
 }
 
 func newRoute(pattern, service string, public bool) Route {
@@ -104,6 +106,21 @@ func Routes() []Route {
 	v2 := newRoute("/v2/", Keyholder, true)
 	v2.env = ociEnvelope
 	add(v2)
+
+	// billing (billing.md §7): the storefront's plans and the processor's
+	// webhook are public (billing checks the webhook's signature on the
+	// body, which passes byte for byte); /v1/usage is never routed.
+	add(newRoute("GET /v1/plans", Billing, true), newRoute("POST /v1/webhooks/stripe", Billing, true))
+	for _, p := range []string{
+		"/v1/accounts/{id}/checkout",
+		"/v1/accounts/{id}/billing",
+		"/v1/accounts/{id}/usage",
+		"/v1/operator/plans",
+		"/v1/operator/payments",
+		"/v1/operator/reconciliations",
+	} {
+		add(subtree(p, Billing)...)
+	}
 
 	// parlor: every other path; it decides which pages need a session.
 	add(newRoute("/", Parlor, true))

@@ -15,6 +15,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/platformco/platform/internal/billing"
+	billingsql "github.com/platformco/platform/internal/billing/sqlstore"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/courier"
@@ -43,6 +45,7 @@ func Manifests() []events.Manifest {
 	return []events.Manifest{
 		{Service: "identity", Types: identity.EventTypes()},
 		{Service: "courier", Types: courier.EventTypes()},
+		{Service: "billing", Types: billing.EventTypes()},
 	}
 }
 
@@ -52,6 +55,7 @@ func publishers() map[string]sqldb.Migrations {
 	return map[string]sqldb.Migrations{
 		"identity": sqlstore.Migrations,
 		"courier":  couriersql.Migrations,
+		"billing":  billingsql.Migrations,
 	}
 }
 
