@@ -123,7 +123,7 @@ func TestOpenAPIWritesEveryServedDocument(t *testing.T) {
 	if code := run(context.Background(), []string{"openapi", dir}, func(string) string { return "" }, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d (stderr %q)", code, stderr.String())
 	}
-	for _, name := range []string{"box", "courier", "gateway", "identity", "keyholder"} {
+	for _, name := range []string{"billing", "box", "courier", "gateway", "identity", "keyholder"} {
 		raw, err := os.ReadFile(filepath.Join(dir, name+".json"))
 		if err != nil {
 			t.Fatal(err)
@@ -139,7 +139,7 @@ func TestOpenAPIWritesEveryServedDocument(t *testing.T) {
 			t.Errorf("%s.json: openapi %q with %d paths", name, doc.OpenAPI, len(doc.Paths))
 		}
 	}
-	if got := strings.Count(stdout.String(), "\n"); got != 5 {
-		t.Errorf("stdout names %d files, want 5:\n%s", got, stdout.String())
+	if got := strings.Count(stdout.String(), "\n"); got != 6 {
+		t.Errorf("stdout names %d files, want 6:\n%s", got, stdout.String())
 	}
 }

@@ -137,55 +137,16 @@ func (s *Store) SaveInboxItem(ctx context.Context, r billing.Reconciliation, fro
 func (s *Store) Payments(ctx context.Context, accountID, status, before string, limit int) ([]billing.Payment, error) {
 	q, args := page(`SELECT `+paymentColumns+` FROM payments`, nil, map[string]string{"account_id": accountID, "status": status},
 		[]string{"account_id", "status"}, before, limit)
-	rows, err := s.db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []billing.Payment{}
-	for rows.Next() {
-		p, err := scanPayment(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return scanAll(scanPayment)(s.db.Query(ctx, q, args...))
 }
 
 // Subscriptions implements billing.InboxStore.
 func (s *Store) Subscriptions(ctx context.Context, accountID string) ([]billing.Subscription, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE account_id = $1 ORDER BY id DESC`, accountID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []billing.Subscription{}
-	for rows.Next() {
-		sub, err := scanSubscription(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sub)
-	}
-	return out, rows.Err()
+	return scanAll(scanSubscription)(s.db.Query(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE account_id = $1 ORDER BY id DESC`, accountID))
 }
 
 // Invoices implements billing.InboxStore.
 func (s *Store) Invoices(ctx context.Context, accountID, before string, limit int) ([]billing.Invoice, error) {
 	q, args := page(`SELECT `+invoiceColumns+` FROM invoices`, nil, map[string]string{"account_id": accountID}, []string{"account_id"}, before, limit)
-	rows, err := s.db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []billing.Invoice{}
-	for rows.Next() {
-		inv, err := scanInvoice(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, inv)
-	}
-	return out, rows.Err()
+	return scanAll(scanInvoice)(s.db.Query(ctx, q, args...))
 }

@@ -139,20 +139,27 @@ func (s *Store) Plans(ctx context.Context, activeOnly bool) ([]billing.Plan, err
 	if activeOnly {
 		q += ` WHERE active`
 	}
-	rows, err := s.db.Query(ctx, q+` ORDER BY created_at, id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []billing.Plan{}
-	for rows.Next() {
-		p, err := scanPlan(rows)
+	return scanAll(scanPlan)(s.db.Query(ctx, q+` ORDER BY created_at, id`))
+}
+
+// scanAll reads every row of a query with scan, closing the rows; an empty
+// result is an empty, non-nil slice.
+func scanAll[T any](scan func(scanner) (T, error)) func(rows *sql.Rows, err error) ([]T, error) {
+	return func(rows *sql.Rows, err error) ([]T, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, p)
+		defer rows.Close()
+		out := []T{}
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, rows.Err()
 	}
-	return out, rows.Err()
 }
 
 func scanCustomer(r scanner) (billing.Customer, error) {
