@@ -114,7 +114,6 @@ func Routes() []Route {
 	for _, p := range []string{
 		"/v1/accounts/{id}/checkout",
 		"/v1/accounts/{id}/billing",
-		"/v1/accounts/{id}/usage",
 		"/v1/operator/plans",
 		"/v1/operator/payments",
 		"/v1/operator/reconciliations",
