@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/platformco/platform/internal/billing/billingcmd"
 	"os"
 	"reflect"
 	"regexp"
@@ -29,6 +30,7 @@ func TestConfigurationReferenceNamesEveryVariable(t *testing.T) {
 		"identity": identitycmd.Config{}, "box": boxcmd.Config{}, "gateway": gatewaycmd.Config{},
 		"courier": couriercmd.Config{}, "keyholder": keyholdercmd.Config{}, "parlor": parlorcmd.Config{},
 		"pantry":         pantrycmd.Config{},
+		"billing":        billingcmd.Config{},
 		"events publish": eventscmd.PublishConfig{},
 	} {
 		for _, v := range envVars(reflect.TypeOf(cfg)) {

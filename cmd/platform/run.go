@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/platformco/platform/internal/apidocs"
+	"github.com/platformco/platform/internal/billing/billingcmd"
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/courier/couriercmd"
@@ -35,6 +36,7 @@ commands:
   box serve|migrate                     the entitlement service and its schema
   box grant|revoke|list                 operator commands against BOX_URL
   gateway serve                         the edge
+  billing serve|migrate|plans seed      plans, checkout, processor webhooks; its schema
   courier serve|migrate                 email, preferences and webhooks, and their schema
   keyholder serve|migrate|publish       the registry-credential exchange
   pantry serve|migrate                  the project registry
@@ -78,6 +80,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return boxcmd.Command.Run(ctx, args[1:], env)
 	case "gateway":
 		return gatewaycmd.NewCommand(apidocs.Public()).Run(ctx, args[1:], env)
+	case "billing":
+		return billingcmd.Command.Run(ctx, args[1:], env)
 	case "courier":
 		return couriercmd.Command.Run(ctx, args[1:], env)
 	case "events":

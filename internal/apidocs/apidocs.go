@@ -6,6 +6,7 @@
 package apidocs
 
 import (
+	billingapi "github.com/platformco/platform/internal/billing/httpapi"
 	boxapi "github.com/platformco/platform/internal/box/httpapi"
 	courierapi "github.com/platformco/platform/internal/courier/httpapi"
 	identityapi "github.com/platformco/platform/internal/identity/httpapi"
@@ -23,5 +24,6 @@ func Public() map[string][]byte {
 		"courier":   courierapi.OpenAPI(),
 		"keyholder": keyholderapi.OpenAPI(),
 		"pantry":    pantryapi.OpenAPI(),
+		"billing":   billingapi.OpenAPI(),
 	}
 }

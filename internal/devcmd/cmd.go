@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/platformco/platform/internal/apidocs"
+	"github.com/platformco/platform/internal/billing/billingcmd"
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
@@ -131,7 +132,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return err
 	}
 
-	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort, parlorPort, pantryPort})
+	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort, parlorPort, pantryPort, billingPort})
 	if err != nil {
 		return err
 	}
@@ -235,6 +236,10 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}), &pantryCfg); err != nil {
 		return err
 	}
+	billingCfg, err := billingConfig(ctx, env, dir, natsURL, dial, named, metrics["billing"])
+	if err != nil {
+		return err
+	}
 	var gwCfg gatewaycmd.Config
 	if err := config.Load(ctx, only(env, map[string]string{
 		"PORT":            fmt.Sprint(gatewayPort),
@@ -245,6 +250,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"KEYHOLDER_URL":   fmt.Sprintf("http://%s:%d", dial, keyholderPort),
 		"PARLOR_URL":      fmt.Sprintf("http://%s:%d", dial, parlorPort),
 		"PANTRY_URL":      fmt.Sprintf("http://%s:%d", dial, pantryPort),
+		"BILLING_URL":     fmt.Sprintf("http://%s:%d", dial, billingPort),
 		// parlor calls the gateway for every browser, from dial; the
 		// browser's address it forwards is believed from there alone.
 		"TRUSTED_PROXIES": parlorAddr(dial),
@@ -292,6 +298,9 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	})
 	serve("pantry", func() error { return pantrycmd.Serve(ctx, pantryCfg, env.Logger("pantry"), listeners[pantryPort]) })
 	serve("parlor", func() error { return parlorcmd.Serve(ctx, parlorCfg, env.Logger("parlor"), listeners[parlorPort]) })
+	serve("billing", func() error {
+		return billingcmd.Serve(ctx, billingCfg, env.Logger("billing"), listeners[billingPort])
+	})
 
 	printBanner(env, dir, natsURL, named)
 	if len(metrics) > 0 {
@@ -385,6 +394,7 @@ func printBanner(env cli.Env, dir, natsURL, host string) {
   registry  http://%[9]s   (the embedded upstream; push with platform keyholder publish)
   parlor    http://%[1]s:%[10]d   (the web app, served by the gateway at http://%[1]s:%[2]d/)
   pantry    http://%[1]s:%[11]d   (the project registry)
+  billing   http://%[1]s:%[12]d   (test processor: pay with 4242 4242 4242 4242)
   events    %[6]s   (stream PLATFORM_EVENTS)
   data      %[7]s
 
@@ -392,7 +402,7 @@ Make a registered user staff (an operator who can grant entitlements):
 
   DATABASE_URL=sqlite:%[7]s/identity.db go run ./cmd/platform identity staff add you@example.com
 
-`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr, parlorPort, pantryPort)
+`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr, parlorPort, pantryPort, billingPort)
 	env.Logger("dev").Info("platform dev started", "data", dir)
 }
 

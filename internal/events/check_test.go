@@ -28,6 +28,15 @@ func pantryManifest() Manifest {
 	}}
 }
 
+// billingManifest is billing's declared events (billing.EventTypes).
+func billingManifest() Manifest {
+	return Manifest{Service: "billing", Types: []string{
+		"billing.plan.created", "billing.plan.updated", "billing.customer.created", "billing.subscription.started",
+		"billing.subscription.updated", "billing.subscription.canceled", "billing.subscription.past_due",
+		"billing.payment.succeeded", "billing.payment.failed", "billing.payment.refunded", "billing.invoice.created",
+	}}
+}
+
 func identityManifest() Manifest {
 	return Manifest{Service: "identity", Types: []string{
 		"identity.user.created",
@@ -108,7 +117,7 @@ func editRow(t *testing.T, m fstest.MapFS, typ string, fn func(row map[string]an
 }
 
 func TestCheckRepositoryAgrees(t *testing.T) {
-	if got := Check(repoSchemas(t), []Manifest{identityManifest(), courierManifest(), pantryManifest()}); len(got) != 0 {
+	if got := Check(repoSchemas(t), []Manifest{identityManifest(), courierManifest(), pantryManifest(), billingManifest()}); len(got) != 0 {
 		for _, d := range got {
 			t.Error(d)
 		}
@@ -131,12 +140,12 @@ func TestCatalogHoldsPlatformRows(t *testing.T) {
 		"identity.mfa.disabled": StatusEmitted, "identity.session.revoked": StatusEmitted,
 		"identity.api_key.created": StatusEmitted, "identity.api_key.revoked": StatusEmitted,
 		"identity.oidc_client.created": StatusEmitted, "identity.oidc_client.revoked": StatusEmitted,
-		"billing.plan.created": StatusExternal, "billing.plan.updated": StatusExternal,
-		"billing.customer.created": StatusExternal, "billing.subscription.started": StatusExternal,
-		"billing.subscription.updated": StatusExternal, "billing.subscription.canceled": StatusExternal,
-		"billing.subscription.past_due": StatusExternal, "billing.payment.succeeded": StatusExternal,
-		"billing.payment.failed": StatusExternal, "billing.payment.refunded": StatusExternal,
-		"billing.invoice.created": StatusExternal, "billing.usage.recorded": StatusExternal,
+		"billing.plan.created": StatusEmitted, "billing.plan.updated": StatusEmitted,
+		"billing.customer.created": StatusEmitted, "billing.subscription.started": StatusEmitted,
+		"billing.subscription.updated": StatusEmitted, "billing.subscription.canceled": StatusEmitted,
+		"billing.subscription.past_due": StatusEmitted, "billing.payment.succeeded": StatusEmitted,
+		"billing.payment.failed": StatusEmitted, "billing.payment.refunded": StatusEmitted,
+		"billing.invoice.created": StatusEmitted, "billing.usage.recorded": StatusNotEmitted,
 		"courier.email.queued": StatusEmitted, "courier.email.delivered": StatusEmitted,
 		"courier.email.bounced": StatusEmitted, "courier.email.complained": StatusEmitted,
 		"courier.notification.suppressed": StatusEmitted, "muse.tokens.consumed": StatusExternal,

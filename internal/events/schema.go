@@ -166,7 +166,14 @@ func lintSchema(s map[string]any, at string) []string {
 	return problems
 }
 
+// isIdentifierName reports whether name is one of the platform's own
+// identifiers. A processor_* property is a payment processor's own id for
+// its record (platform.md's processor_event_id on every billing fact),
+// named as such, which is never a UUID.
 func isIdentifierName(name string) bool {
+	if strings.HasPrefix(name, "processor_") {
+		return false
+	}
 	return name == "id" || strings.HasSuffix(name, "_id") || strings.HasSuffix(name, "_by")
 }
 

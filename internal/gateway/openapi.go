@@ -15,7 +15,7 @@ import (
 
 // componentPrefix keeps the services' component names apart in the merged
 // document (each has a NotFound, a Health, ...).
-var componentPrefix = map[string]string{Identity: "Identity", Box: "Box", Courier: "Courier", Keyholder: "Keyholder", Pantry: "Pantry"}
+var componentPrefix = map[string]string{Identity: "Identity", Box: "Box", Courier: "Courier", Keyholder: "Keyholder", Pantry: "Pantry", Billing: "Billing"}
 
 // servicePaths are a service's own paths that the gateway does not
 // forward: it answers them itself.
@@ -26,6 +26,9 @@ var servicePaths = map[string]bool{"/healthz": true, "/readyz": true, "/openapi.
 // its development mailbox, served on courier's own port.
 var NotAtEdge = map[string]map[string]bool{
 	Courier: {"/v1/emails": true, "/v1/emails/{id}": true, "/v1/emails/{id}/pushes": true, "/v1/suppressions": true, "/dev/mail": true, "/dev/mail.json": true},
+	// billing's /up probe and the test processor's hosted checkout, served
+	// on billing's own port.
+	Billing: {"/up": true, "/dev/checkout/{id}": true},
 }
 
 var operationMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -598,7 +601,7 @@ func edgeComponents() map[string]map[string]any {
 func readinessDeps() map[string]any {
 	state := map[string]any{"enum": []any{"ok", "unavailable"}}
 	deps := map[string]any{keySetDep: state, "redis": state}
-	for _, s := range []string{Identity, Box, Courier, Keyholder, Pantry, Parlor} {
+	for _, s := range []string{Identity, Box, Courier, Keyholder, Pantry, Parlor, Billing} {
 		deps[s] = state
 	}
 	return deps

@@ -15,6 +15,7 @@ const (
 	Keyholder = "keyholder"
 	Pantry    = "pantry"
 	Parlor    = "parlor"
+	Billing   = "billing"
 )
 
 // Route is one entry of the routing table: requests matching Pattern (a
@@ -36,6 +37,7 @@ var envelopeOf = map[string]envelope{
 	Keyholder: boxEnvelope,
 	Pantry:    problemEnvelope,
 	Parlor:    problemEnvelope,
+	Billing:   problemEnvelope,
 }
 
 func newRoute(pattern, service string, public bool) Route {
@@ -117,6 +119,19 @@ func Routes() []Route {
 		newRoute("GET /v1/tags", Pantry, true))
 	add(subtree("/v1/accounts/{id}/projects", Pantry)...)
 	add(subtree("/v1/me/stars", Pantry)...)
+	// billing (billing.md §7): the storefront's plans and the processor's
+	// webhook are public (billing checks the webhook's signature on the
+	// body, which passes byte for byte); /v1/usage is never routed.
+	add(newRoute("GET /v1/plans", Billing, true), newRoute("POST /v1/webhooks/stripe", Billing, true))
+	for _, p := range []string{
+		"/v1/accounts/{id}/checkout",
+		"/v1/accounts/{id}/billing",
+		"/v1/operator/plans",
+		"/v1/operator/payments",
+		"/v1/operator/reconciliations",
+	} {
+		add(subtree(p, Billing)...)
+	}
 
 	// parlor: every other path; it decides which pages need a session.
 	add(newRoute("/", Parlor, true))

@@ -15,6 +15,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/platformco/platform/internal/billing"
+	billingsql "github.com/platformco/platform/internal/billing/sqlstore"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/courier"
@@ -46,6 +48,7 @@ func Manifests() []events.Manifest {
 		{Service: "identity", Types: identity.EventTypes()},
 		{Service: "courier", Types: courier.EventTypes()},
 		{Service: "pantry", Types: pantry.EventTypes()},
+		{Service: "billing", Types: billing.EventTypes()},
 	}
 }
 
@@ -56,6 +59,7 @@ func publishers() map[string]sqldb.Migrations {
 		"identity": sqlstore.Migrations,
 		"courier":  couriersql.Migrations,
 		"pantry":   pantrysql.Migrations,
+		"billing":  billingsql.Migrations,
 	}
 }
 

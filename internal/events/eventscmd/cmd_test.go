@@ -105,7 +105,7 @@ func TestUsageErrors(t *testing.T) {
 		nil,
 		{"frobnicate"},
 		{"publish"},
-		{"publish", "--service", "billing"},
+		{"publish", "--service", "nonesuch"},
 		{"check", "extra"},
 		{"tail", "--old"},
 	}

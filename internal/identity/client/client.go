@@ -285,6 +285,49 @@ func (c *Client) AccountRole(ctx context.Context, token, accountID string) (stri
 	return acct.Role, acct.Scopes, nil
 }
 
+// Account is an account as its member reads it (GET /v1/accounts/{id}).
+type Account struct {
+	ID       string
+	Role     string
+	Personal bool
+	Scopes   []string
+}
+
+// Account returns the caller's account: its role, its scopes and whether it
+// is personal. Errors as AccountRole's.
+func (c *Client) Account(ctx context.Context, token, accountID string) (Account, error) {
+	const call = "account"
+	status, body, err := c.get(ctx, call, "/v1/accounts/"+url.PathEscape(accountID), token)
+	if err != nil {
+		return Account{}, err
+	}
+	switch status {
+	case http.StatusOK:
+	case http.StatusUnauthorized:
+		return Account{}, answer(c.errors.Unauthenticated)
+	case http.StatusNotFound:
+		return Account{}, answer(c.errors.NotFound)
+	default:
+		return Account{}, c.unexpected(ctx, call, status)
+	}
+	var acct struct {
+		ID       string   `json:"id"`
+		Role     string   `json:"role"`
+		Personal *bool    `json:"personal"`
+		Scopes   []string `json:"scopes"`
+	}
+	if err := decode(body, &acct); err != nil {
+		return Account{}, c.failure(ctx, call, "malformed_body", "err", err.Error())
+	}
+	if !strings.EqualFold(acct.ID, accountID) {
+		return Account{}, c.failure(ctx, call, "account_mismatch")
+	}
+	if strings.TrimSpace(acct.Role) == "" || acct.Personal == nil {
+		return Account{}, c.failure(ctx, call, "empty_role")
+	}
+	return Account{ID: acct.ID, Role: acct.Role, Personal: *acct.Personal, Scopes: acct.Scopes}, nil
+}
+
 // Me returns the caller's user (Email empty when identity names none).
 // Errors: Unauthenticated, Unavailable (an answer without an id included).
 func (c *Client) Me(ctx context.Context, token string) (User, error) {
