@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,9 @@ type APIError struct {
 	TraceID string
 	// Challenge is the MFA challenge of a sign-in answered mfa_required.
 	Challenge string
+	// RetryAfter is when the API's Retry-After says to try again (a
+	// locked sign-in's end); zero without the header.
+	RetryAfter time.Time
 }
 
 func (e *APIError) Error() string {
@@ -146,7 +150,25 @@ func (c *Client) doConflict(ctx context.Context, token, method, path string, bod
 	if resp.StatusCode == http.StatusConflict && conflict != nil {
 		_ = json.Unmarshal(raw, conflict)
 	}
-	return decodeError(resp.StatusCode, raw)
+	e := decodeError(resp.StatusCode, raw)
+	e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	return e
+}
+
+// retryAfter reads a Retry-After header, in seconds or as an HTTP date,
+// as the time it names; zero when absent or malformed.
+func retryAfter(v string, now time.Time) time.Time {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}
+	}
+	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+		return now.Add(time.Duration(secs) * time.Second)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return t
+	}
+	return time.Time{}
 }
 
 // decodeError reads either envelope. Box names its fields at the start of

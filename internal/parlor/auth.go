@@ -1,9 +1,11 @@
 package parlor
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // notices are the confirmations a redirect may ask a page to show, by
@@ -86,10 +88,14 @@ func (s *server) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		status := formFailure(p, err)
-		if StatusOf(err) == http.StatusUnauthorized {
+		switch {
+		case StatusOf(err) == http.StatusUnauthorized:
 			// The same words for an unknown address and a wrong password,
 			// as identity answers them.
 			p.Error = "The email address or the password is wrong."
+		case CodeOf(err) == "account_locked":
+			p.Error = lockedWords(err)
+			p.Form["locked"] = "yes"
 		}
 		s.render(w, r, status, "signin", p)
 		return
@@ -154,4 +160,18 @@ func (s *server) acceptInvitation(w http.ResponseWriter, r *http.Request, sess *
 		return
 	}
 	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(m.AccountID)+"?done=joined", http.StatusSeeOther)
+}
+
+// lockedWords says until when a locked sign-in stays locked, from the
+// API's Retry-After, and that a password reset unlocks it at once.
+func lockedWords(err error) string {
+	var ae *APIError
+	until := ""
+	if errors.As(err, &ae) && !ae.RetryAfter.IsZero() {
+		until = " until " + ae.RetryAfter.UTC().Format("15:04 UTC")
+		if ae.RetryAfter.UTC().YearDay() != time.Now().UTC().YearDay() {
+			until = " until " + ae.RetryAfter.UTC().Format("2006-01-02 15:04 UTC")
+		}
+	}
+	return "Too many failed sign-ins: this user is locked" + until + ". Resetting the password unlocks it now."
 }

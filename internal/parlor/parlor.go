@@ -271,7 +271,7 @@ func sentence(err error) string {
 	case "unauthorized", "unauthenticated":
 		return "Your session has ended. Please sign in again."
 	case "account_locked":
-		return "Too many failed sign-ins: this user is locked for a while. Please try again later."
+		return lockedWords(err)
 	case "personal_account":
 		return "A personal account cannot be deleted; only team accounts can."
 	case "forbidden":
