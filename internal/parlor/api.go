@@ -198,10 +198,17 @@ func decodeError(status int, raw []byte) *APIError {
 	case env.Error != nil:
 		e.Code, e.Message = env.Error.Code, env.Error.Message
 		if e.Code == "unprocessable" {
+			// A rule may itself hold ", " (a range's examples): a part
+			// that does not start with a field name continues the one
+			// before it.
+			last := ""
 			for _, part := range strings.Split(e.Message, ", ") {
 				field, rule, ok := strings.Cut(part, " ")
-				if ok && isFieldName(field) {
-					e.Fields[field] = rule
+				switch {
+				case ok && isFieldName(field):
+					e.Fields[field], last = rule, field
+				case last != "":
+					e.Fields[last] += ", " + part
 				}
 			}
 		}
@@ -333,6 +340,8 @@ type AuditEvent struct {
 	ActorUserID string    `json:"actor_user_id"`
 	Product     string    `json:"product"`
 	Version     string    `json:"version"`
+	// ReleaseID names the release of a release or approval event.
+	ReleaseID *int64 `json:"release_id"`
 }
 
 // Capability is a single-use download capability.

@@ -156,11 +156,16 @@ func TestBrowserJourney(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`input[value="identity.member.joined"]`)),
 		submit(`form[action$="/webhooks"]`))
 	hookSecret := owner.value(`#webhook-secret`)
-	owner.do("invite", []string{"Invitation for member@example.com", "shown only now"},
+	owner.do("invite", []string{"The invitation was emailed.", "Pending invitations", "member@example.com"},
 		chromedp.Navigate(base+"/app/accounts/"+team),
 		chromedp.SendKeys(chromedp.CSS(`#invite-email`), "member@example.com"),
 		submit(`form[action$="/invitations"]`))
-	link := owner.value(`#invite-link`)
+	// Reloading the answer does not invite twice: it was a redirect.
+	owner.do("invite-reloaded", []string{"Pending invitations"}, chromedp.Reload())
+	if n, _ := chromedp.Run(owner.ctx, chromedp.Evaluate[int](`document.querySelectorAll('form[action$="/resend"]').length`)); n != 1 {
+		t.Errorf("after a reload %d invitations are pending, want 1", n)
+	}
+	link := mailboxLink(t, "member@example.com", "/invitations/accept")
 	if !strings.HasPrefix(link, base+"/invitations/accept?token=") {
 		t.Fatalf("invitation link = %q, want one on %s", link, base)
 	}

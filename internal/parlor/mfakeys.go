@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -206,11 +207,35 @@ func (s *server) codeForm(w http.ResponseWriter, r *http.Request, sess *session,
 // answer that created a key.
 type apiKeysData struct {
 	Keys   []APIKey
-	Scopes []string
+	Scopes []scopeChoice
 	Token  string
 }
 
-var apiKeyScopes = []string{"account:read", "entitlements:read", "artifacts:fetch", "releases:read", "releases:approve"}
+// scopeChoice is one scope's checkbox: its name, what it lets a key do,
+// and whether the refused form had it ticked.
+type scopeChoice struct {
+	Name, Description string
+	Checked           bool
+}
+
+// apiKeyScopes are identity's closed set of scopes, in words.
+var apiKeyScopes = []scopeChoice{
+	{Name: "account:read", Description: "Read this account: its name, handle and the key's own scopes."},
+	{Name: "entitlements:read", Description: "List the products this account holds."},
+	{Name: "artifacts:fetch", Description: "Get download capabilities for the products it holds (what a CI pipeline needs)."},
+	{Name: "releases:read", Description: "List the releases of the products it holds."},
+	{Name: "releases:approve", Description: "Approve a release on this account's behalf."},
+}
+
+// scopesTicked is the scope list with the ticked ones marked.
+func scopesTicked(ticked []string) []scopeChoice {
+	out := make([]scopeChoice, len(apiKeyScopes))
+	for i, sc := range apiKeyScopes {
+		sc.Checked = slices.Contains(ticked, sc.Name)
+		out[i] = sc
+	}
+	return out
+}
 
 func (s *server) apiKeys(w http.ResponseWriter, r *http.Request, sess *session) {
 	s.renderAPIKeys(w, r, sess, &page{Notice: notice(r)}, http.StatusOK, "")
@@ -222,7 +247,11 @@ func (s *server) renderAPIKeys(w http.ResponseWriter, r *http.Request, sess *ses
 		return
 	}
 	p.Title, p.User, p.Account, p.Tab = "API keys · "+a.Name, &sess.Me, a, "api_keys"
-	p.Data = apiKeysData{Keys: keys, Scopes: apiKeyScopes, Token: token}
+	ticked := r.PostForm["scopes"]
+	if token != "" {
+		ticked = nil // created: the next key starts from a clean form
+	}
+	p.Data = apiKeysData{Keys: keys, Scopes: scopesTicked(ticked), Token: token}
 	if token != "" {
 		w.Header().Set("Cache-Control", "no-store")
 	}

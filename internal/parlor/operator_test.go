@@ -85,7 +85,15 @@ func TestOperatorReconciliation(t *testing.T) {
 	})
 	t.Run("ErrFieldsNamed", func(t *testing.T) {
 		bad := url.Values{"account_id": {acct}, "product": {"platform"}, "version_range": {"soon"}}
+		// The whole rule, examples and all, and no support reference on
+		// a refusal in words.
 		op.post("/operator/grant", bad).expect(t, http.StatusUnprocessableEntity, "This version range")
+		bad.Set("version_range", "^1.0.0 || ^2.0.0")
+		page := op.post("/operator/grant", bad).expect(t, http.StatusUnprocessableEntity,
+			"must be a single constraint (^X.Y.Z, ~X.Y.Z, >=X.Y.Z or X.Y.Z); unions")
+		if strings.Contains(page.Body, `class="reference"`) {
+			t.Errorf("a 422 shows a support reference:\n%s", visibleText(page.Body))
+		}
 		bad = url.Values{"account_id": {acct}, "product": {"gold"}}
 		op.post("/operator/grant", bad).expect(t, http.StatusUnprocessableEntity, "This product")
 	})
@@ -190,7 +198,10 @@ func TestOperatorReconciliation(t *testing.T) {
 		if a.Status != http.StatusSeeOther {
 			t.Fatalf("approve: %d\n%s", a.Status, visibleText(a.Body))
 		}
-		buyer.get(a.location()).expect(t, http.StatusOK, "The release was approved.")
+		approved := buyer.get(a.location()).expect(t, http.StatusOK, "The release was approved.", "Approved")
+		if strings.Contains(approved.Body, `name="release_id" value="`+rel[1]+`"`) {
+			t.Errorf("the approved release still offers Approve")
+		}
 		buyer.get("/app/accounts/"+acct+"/activity").
 			expect(t, http.StatusOK, "Release platform 1.4.0 approved", "Release platform 1.4.0 published")
 	})

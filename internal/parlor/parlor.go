@@ -63,9 +63,13 @@ type page struct {
 	// Error is a refusal of the whole form; Errors are per field.
 	Error  string
 	Errors map[string]string
-	// Reference is the trace id of a refusal, for support to find it in
-	// the logs.
+	// Reference is the trace id of a failure (5xx), shown for support to
+	// find it in the logs.
 	Reference string
+	// Trace is the trace id the API answered a refusal in: kept out of
+	// sight in the page (a data attribute), since a refusal in words
+	// needs no support reference.
+	Trace string
 	// Form echoes what the user typed, so a refused form keeps it.
 	Form map[string]string
 	// Account and Tab frame the per-account pages.
@@ -138,7 +142,12 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	if p.Form == nil {
 		p.Form = map[string]string{}
 	}
-	if p.Error != "" && p.Reference == "" {
+	// A reference is for support to find a fault in the logs: only a
+	// 5xx has one; a refusal in words needs none.
+	switch {
+	case status < 500:
+		p.Reference = ""
+	case p.Error != "" && p.Reference == "":
 		p.Reference = httpx.TraceFrom(r.Context()).TraceID
 	}
 	var buf bytes.Buffer
@@ -208,7 +217,7 @@ func formFailure(p *page, err error) int {
 	if p.Errors == nil {
 		p.Errors = map[string]string{}
 	}
-	p.Reference = ae.TraceID
+	p.Reference, p.Trace = ae.TraceID, ae.TraceID
 	for field, rule := range ae.Fields {
 		p.Errors[field] = fieldWords(field, rule)
 	}

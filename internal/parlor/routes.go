@@ -27,6 +27,7 @@ func New(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(static)))
+	mux.Handle("GET /favicon.ico", favicon(static))
 
 	mux.HandleFunc("GET /{$}", s.landing)
 	mux.HandleFunc("GET /signup", s.signupForm)
@@ -61,6 +62,8 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("POST /app/accounts/{id}/rename", s.authed(s.renameAccount))
 	mux.Handle("POST /app/accounts/{id}/delete", s.authed(s.deleteAccount))
 	mux.Handle("POST /app/accounts/{id}/invitations", s.authed(s.invite))
+	mux.Handle("POST /app/accounts/{id}/invitations/{inv}/resend", s.authed(s.invitationAction(s.api.ResendInvitation, "resent")))
+	mux.Handle("POST /app/accounts/{id}/invitations/{inv}/revoke", s.authed(s.invitationAction(s.api.RevokeInvitation, "inv_gone")))
 	mux.Handle("POST /app/accounts/{id}/members/{user}/role", s.authed(s.changeRole))
 	mux.Handle("POST /app/accounts/{id}/members/{user}/remove", s.authed(s.removeMember))
 	mux.Handle("GET /app/accounts/{id}/entitlements", s.authed(s.entitlements))
@@ -93,6 +96,9 @@ func New(d Deps) (http.Handler, error) {
 	mux.HandleFunc("GET /oauth/signed-out", s.oauthSignedOut)
 
 	mux.Handle("GET /operator", s.staffOnly(s.operatorHome))
+	mux.Handle("GET /operator/{$}", s.staffOnly(func(w http.ResponseWriter, r *http.Request, _ *session) {
+		http.Redirect(w, r, "/operator", http.StatusMovedPermanently)
+	}))
 	mux.Handle("GET /operator/users", s.staffOnly(s.operatorUsers))
 	mux.Handle("GET /operator/accounts", s.staffOnly(s.operatorAccountLookup))
 	mux.Handle("GET /operator/accounts/{id}", s.staffOnly(s.operatorAccount))
@@ -138,5 +144,20 @@ func staticFiles(fsys fs.FS) http.Handler {
 		}
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		files.ServeHTTP(w, r)
+	})
+}
+
+// favicon answers the address browsers ask every site for with the
+// embedded SVG icon the pages also link.
+func favicon(fsys fs.FS) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := fs.ReadFile(fsys, "favicon.svg")
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		_, _ = w.Write(b)
 	})
 }
