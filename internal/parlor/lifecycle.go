@@ -174,6 +174,8 @@ func (s *server) confirmEmail(w http.ResponseWriter, r *http.Request) {
 var settingsNotices = map[string]string{
 	"verification": "We have sent you a new verification link.",
 	"email":        "If the new address can be used, we have sent it a confirmation link. Your address changes when you open it.",
+	"password":     "Your password was changed. Every other session of your account has ended.",
+	"others":       "Every other session of your account has ended; this browser stays signed in.",
 	"disconnected": "The application is disconnected: it can no longer act for you, and it will ask again the next time you sign in to it.",
 }
 

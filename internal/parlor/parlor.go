@@ -256,6 +256,12 @@ func fieldWords(field, rule string) string {
 		return "The last owner cannot be removed: make another member an owner first."
 	case "query:too_short", "query:required":
 		return "Type at least 2 characters."
+	case "new_password:too_short":
+		return "The new password must be at least 8 characters long."
+	case "new_password:too_long":
+		return "The new password must be at most 128 characters long."
+	case "current_password:required":
+		return "Enter your current password."
 	case "display_name:too_long":
 		return "The display name is too long."
 	}

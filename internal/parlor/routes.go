@@ -54,6 +54,9 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("GET /app/settings", s.authed(s.settings))
 	mux.Handle("POST /app/settings/verification", s.authed(s.resendVerification))
 	mux.Handle("POST /app/settings/email", s.authed(s.changeEmail))
+	mux.Handle("POST /app/settings/password", s.authed(s.changePassword))
+	mux.Handle("POST /app/settings/sessions/others", s.authed(s.endOtherSessions))
+	mux.Handle("POST /app/settings/sessions/everywhere", s.authed(s.signOutEverywhere))
 	mux.Handle("POST /app/settings/applications/{client}/disconnect", s.authed(s.disconnectApp))
 
 	mux.Handle("GET /app", s.authed(s.accounts))

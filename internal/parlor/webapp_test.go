@@ -163,3 +163,53 @@ func testutilEventually(t *testing.T, cond func() bool) {
 	t.Helper()
 	testutil.Eventually(t, 15*time.Second, "the condition", cond)
 }
+
+func TestSettingsPasswordAndSessions(t *testing.T) {
+	st := startStack(t)
+	base := startParlor(t, st.GatewayURL)
+	email := uniqueEmail("settings")
+	here := newVisitor(t, base)
+	here.signUp(email)
+	there := newVisitor(t, base)
+	there.post("/signin", url.Values{"email": {email}, "password": {"correct horse battery"}})
+
+	page := here.get("/app/settings").expect(t, http.StatusOK, "Change your password", "Where you are signed in",
+		"This browser", "Another browser or device", "Sign out every other session", "Sign out everywhere")
+	_ = page
+
+	t.Run("ErrWrongCurrentPassword", func(t *testing.T) {
+		here.post("/app/settings/password", url.Values{"current_password": {"not it at all"}, "new_password": {"a brand new horse"}}).
+			expect(t, http.StatusForbidden, "The current password is wrong.")
+		here.post("/app/settings/password", url.Values{"current_password": {"correct horse battery"}, "new_password": {"short"}}).
+			expect(t, http.StatusUnprocessableEntity, "The new password must be at least 8 characters long.")
+	})
+	t.Run("ChangePasswordEndsTheOthers", func(t *testing.T) {
+		a := here.post("/app/settings/password", url.Values{"current_password": {"correct horse battery"}, "new_password": {"a brand new horse"}})
+		if a.Status != http.StatusSeeOther {
+			t.Fatalf("change password: %d\n%s", a.Status, visibleText(a.Body))
+		}
+		here.get(a.location()).expect(t, http.StatusOK, "Your password was changed.")
+		if a := there.get("/app"); a.Status != http.StatusSeeOther || !strings.HasPrefix(a.location(), "/signin") {
+			t.Errorf("the other session still works after the change: %d", a.Status)
+		}
+	})
+	t.Run("SignOutOthersThenEverywhere", func(t *testing.T) {
+		there.post("/signin", url.Values{"email": {email}, "password": {"a brand new horse"}})
+		a := here.post("/app/settings/sessions/others", nil)
+		if a.Status != http.StatusSeeOther {
+			t.Fatalf("sign out others: %d\n%s", a.Status, visibleText(a.Body))
+		}
+		page := here.get(a.location()).expect(t, http.StatusOK, "Every other session of your account has ended")
+		if strings.Contains(page.Body, "Another browser or device") {
+			t.Errorf("another session is still listed")
+		}
+		if a := there.get("/app"); a.Status != http.StatusSeeOther {
+			t.Errorf("the other session still works: %d", a.Status)
+		}
+		a = here.post("/app/settings/sessions/everywhere", nil)
+		if a.Status != http.StatusSeeOther || a.location() != "/signin?done=everywhere" || here.cookie != "" {
+			t.Fatalf("sign out everywhere: %d to %q", a.Status, a.location())
+		}
+		here.get(a.location()).expect(t, http.StatusOK, "You are signed out everywhere")
+	})
+}
