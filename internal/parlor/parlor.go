@@ -102,6 +102,17 @@ func newServer(d Deps) (*server, error) {
 			}
 			return *s
 		},
+		// or2 is "either is set" for a pointer and a flag.
+		"or2": func(a any, b bool) bool {
+			if b {
+				return true
+			}
+			switch v := a.(type) {
+			case *Enrolment:
+				return v != nil
+			}
+			return a != nil
+		},
 		"or": func(a, b string) string {
 			if a != "" {
 				return a
