@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 func (s *server) operatorHome(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -43,6 +44,37 @@ type entitlementListData struct {
 	NextPage   string
 	FirstPage  string
 	IsFiltered bool
+	// Names are the rows' account names by id ("" when identity did not
+	// answer for one: the row then shows its id).
+	Names map[string]string
+}
+
+// accountNames reads the names of the accounts of rows, at once; an
+// account identity cannot read (deleted meanwhile) is left out.
+func (s *server) accountNames(r *http.Request, sess *session, rows []Entitlement) map[string]string {
+	names := map[string]string{}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for _, row := range rows {
+		if _, seen := names[row.AccountID]; seen {
+			continue
+		}
+		names[row.AccountID] = ""
+		id := row.AccountID
+		wg.Go(func() {
+			a, err := s.api.StaffAccount(r.Context(), sess.Token, id)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			names[id] = a.Name
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return names
 }
 
 func (s *server) operatorEntitlements(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -62,7 +94,7 @@ func (s *server) operatorEntitlements(w http.ResponseWriter, r *http.Request, se
 	if err != nil {
 		status = formFailure(p, err)
 	} else {
-		d.Rows = rows
+		d.Rows, d.Names = rows, s.accountNames(r, sess, rows)
 		base := url.Values{}
 		for k, v := range p.Form {
 			if v != "" {

@@ -114,8 +114,17 @@ func TestOperatorReconciliation(t *testing.T) {
 				t.Fatalf("grant %s: %d", product, a.Status)
 			}
 		}
-		op.get("/operator/entitlements?account_id="+acct).expect(t, http.StatusOK, acct, "platform")
-		page := op.get("/operator/entitlements?product=courier").expect(t, http.StatusOK, otherAcct, "courier")
+		// Rows name their account (the buyer's personal one here) and
+		// link its page.
+		rows := op.get("/operator/entitlements?account_id="+acct).expect(t, http.StatusOK, "platform")
+		name := regexp.MustCompile(`<td><a href="/operator/accounts/` + acct + `">([^<]+)</a></td>`).FindStringSubmatch(rows.Body)
+		if name == nil || strings.Contains(name[1], acct) {
+			t.Errorf("the entitlement row does not name its account:\n%s", visibleText(rows.Body))
+		}
+		page := op.get("/operator/entitlements?product=courier").expect(t, http.StatusOK, "courier")
+		if !strings.Contains(page.Body, "/operator/accounts/"+otherAcct) {
+			t.Errorf("the courier row does not link its account")
+		}
 		if strings.Contains(page.Body, "pi_123") {
 			t.Errorf("the product filter shows another product's row")
 		}
