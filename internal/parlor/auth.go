@@ -141,6 +141,11 @@ func (s *server) invitationForm(w http.ResponseWriter, r *http.Request) {
 	if sess != nil {
 		p.User = &sess.Me
 	}
+	if token != "" {
+		// Verifying the address takes a mailed link, which knows nothing
+		// of this page: the way back is kept for the verify page.
+		setReturnTo(w, here)
+	}
 	if token == "" {
 		p.Errors = map[string]string{"token": "This link has no invitation in it. Paste the invitation token below."}
 	}
@@ -159,6 +164,10 @@ func (s *server) acceptInvitation(w http.ResponseWriter, r *http.Request, sess *
 			p.Error = "This invitation is not valid. Check that the link was copied whole."
 		case StatusOf(err) == http.StatusConflict:
 			p.Error = "You are already a member of this account."
+		case CodeOf(err) == "email_not_verified":
+			p.Error = "Verify your email address first: open the link we emailed to " + sess.Me.Email + ", then come back here."
+		case CodeOf(err) == "invitation_email_mismatch":
+			p.Error = "This invitation was sent to another address. Sign in with the address it was sent to."
 		}
 		s.render(w, r, status, "invitation", p)
 		return
@@ -178,4 +187,32 @@ func lockedWords(err error) string {
 		}
 	}
 	return "Too many failed sign-ins: this user is locked" + until + ". Resetting the password unlocks it now."
+}
+
+// returnToCookie keeps, for a day, the page to come back to after a
+// step that leaves the site (verifying the address from the mailbox).
+const returnToCookie = "__Host-return-to"
+
+func setReturnTo(w http.ResponseWriter, path string) {
+	http.SetCookie(w, &http.Cookie{Name: returnToCookie, Value: url.QueryEscape(path), Path: "/", MaxAge: 86400,
+		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+}
+
+// takeReturnTo reads and clears the page to come back to; only a path
+// of this site is ever returned ("" without one).
+func takeReturnTo(w http.ResponseWriter, r *http.Request) string {
+	c, err := r.Cookie(returnToCookie)
+	if err != nil || c.Value == "" {
+		return ""
+	}
+	http.SetCookie(w, &http.Cookie{Name: returnToCookie, Value: "", Path: "/", MaxAge: -1,
+		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	path, err := url.QueryUnescape(c.Value)
+	if err != nil {
+		return ""
+	}
+	if safe := localPath(path); safe == path {
+		return path
+	}
+	return ""
 }

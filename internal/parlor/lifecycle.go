@@ -72,6 +72,7 @@ func (s *server) verify(w http.ResponseWriter, r *http.Request) {
 		p.User.EmailVerified = true
 	}
 	p.Notice = "Your email address is verified."
+	p.Form = map[string]string{"next": takeReturnTo(w, r)}
 	s.render(w, r, http.StatusOK, "verify", p)
 }
 

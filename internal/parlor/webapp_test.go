@@ -1,6 +1,7 @@
 package parlor_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -212,4 +213,34 @@ func TestSettingsPasswordAndSessions(t *testing.T) {
 		}
 		here.get(a.location()).expect(t, http.StatusOK, "You are signed out everywhere")
 	})
+}
+
+func TestVerificationLeadsBackToTheInvitation(t *testing.T) {
+	st := startStack(t)
+	base := startParlor(t, st.GatewayURL)
+	owner := newVisitor(t, base)
+	owner.signUp(uniqueEmail("owner"))
+	team := accountIDFrom(t, owner.post("/app/accounts", url.Values{"name": {"Way " + uniqueEmail("w")[2:10]}}).location())
+	invitee := uniqueEmail("invitee")
+	owner.post("/app/accounts/"+team+"/invitations", url.Values{"email": {invitee}, "role": {"member"}})
+	link := st.linkIn(t, invitee, "/invitations/accept")
+
+	v := newVisitor(t, base)
+	v.get(link).expect(t, http.StatusOK, "To accept this invitation, sign in")
+	v.signUp(invitee)
+	v.get(link).expect(t, http.StatusOK, "Only a verified address accepts an invitation")
+	v.post("/invitations/accept", url.Values{"token": {linkTokenOf(t, link)}}).
+		expect(t, http.StatusForbidden, "Verify your email address first")
+	verifyLink := st.linkIn(t, invitee, "/verify")
+	v.get(verifyLink).expect(t, http.StatusOK, "Verify my address")
+	page := v.post("/verify", url.Values{"token": {linkTokenOf(t, verifyLink)}}).
+		expect(t, http.StatusOK, "Your email address is verified", "Back to your invitation")
+	back := regexp.MustCompile(`href="([^"]+)" id="continue"`).FindStringSubmatch(page.Body)
+	if back == nil || html.UnescapeString(back[1]) != link {
+		t.Fatalf("the way back is %v, want %s", back, link)
+	}
+	a := v.post("/invitations/accept", url.Values{"token": {linkTokenOf(t, link)}})
+	if a.Status != http.StatusSeeOther || accountIDFrom(t, a.location()) != team {
+		t.Fatalf("accept after verifying: %d to %q", a.Status, a.location())
+	}
 }
