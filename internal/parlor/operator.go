@@ -3,6 +3,7 @@ package parlor
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,17 +53,18 @@ type entitlementListData struct {
 // accountNames reads the names of the accounts of rows, at once; an
 // account identity cannot read (deleted meanwhile) is left out.
 func (s *server) accountNames(r *http.Request, sess *session, rows []Entitlement) map[string]string {
-	names := map[string]string{}
+	var ids []string
+	for _, row := range rows {
+		if !slices.Contains(ids, row.AccountID) {
+			ids = append(ids, row.AccountID)
+		}
+	}
+	names := make(map[string]string, len(ids))
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
-	for _, row := range rows {
-		if _, seen := names[row.AccountID]; seen {
-			continue
-		}
-		names[row.AccountID] = ""
-		id := row.AccountID
+	for _, id := range ids {
 		wg.Go(func() {
 			a, err := s.api.StaffAccount(r.Context(), sess.Token, id)
 			if err != nil {
