@@ -11,12 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/platformco/platform/internal/apidocs"
 	"github.com/platformco/platform/internal/billing/billingcmd"
@@ -289,19 +292,24 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 			cancel() // one service stopping stops the others
 		}()
 	}
-	serve("identity", func() error { return identitycmd.Serve(ctx, idCfg, env.Logger("identity"), listeners[identityPort]) })
-	serve("box", func() error { return boxcmd.Serve(ctx, boxCfg, env.Logger("box"), listeners[boxPort]) })
-	serve("keyholder", func() error { return keyholdercmd.Serve(ctx, khCfg, env.Logger("keyholder"), keyholderLn) })
-	serve("gateway", func() error { return gatewaycmd.Serve(ctx, gwCfg, env.Logger("gateway"), listeners[gatewayPort]) })
-	serve("courier", func() error {
-		return couriercmd.Serve(ctx, courierCfg, env.Logger("courier"), listeners[courierPort])
+	serve("identity", func() error {
+		return identitycmd.Serve(ctx, idCfg, devLogger(env, "identity"), listeners[identityPort])
 	})
-	serve("pantry", func() error { return pantrycmd.Serve(ctx, pantryCfg, env.Logger("pantry"), listeners[pantryPort]) })
-	serve("parlor", func() error { return parlorcmd.Serve(ctx, parlorCfg, env.Logger("parlor"), listeners[parlorPort]) })
+	serve("box", func() error { return boxcmd.Serve(ctx, boxCfg, devLogger(env, "box"), listeners[boxPort]) })
+	serve("keyholder", func() error { return keyholdercmd.Serve(ctx, khCfg, devLogger(env, "keyholder"), keyholderLn) })
+	serve("gateway", func() error { return gatewaycmd.Serve(ctx, gwCfg, devLogger(env, "gateway"), listeners[gatewayPort]) })
+	serve("courier", func() error {
+		return couriercmd.Serve(ctx, courierCfg, devLogger(env, "courier"), listeners[courierPort])
+	})
+	serve("parlor", func() error { return parlorcmd.Serve(ctx, parlorCfg, devLogger(env, "parlor"), listeners[parlorPort]) })
+	serve("pantry", func() error { return pantrycmd.Serve(ctx, pantryCfg, devLogger(env, "pantry"), listeners[pantryPort]) })
 	serve("billing", func() error {
-		return billingcmd.Serve(ctx, billingCfg, env.Logger("billing"), listeners[billingPort])
+		return billingcmd.Serve(ctx, billingCfg, devLogger(env, "billing"), listeners[billingPort])
 	})
 
+	// The banner comes last, once the app answers, so the services'
+	// start-up lines do not bury it.
+	waitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", gatewayPort), 30*time.Second)
 	printBanner(env, dir, natsURL, named)
 	if len(metrics) > 0 {
 		fmt.Fprintf(env.Stdout, "  metrics   /metrics at")
@@ -402,6 +410,15 @@ Make a registered user staff (an operator who can grant entitlements):
 
   DATABASE_URL=sqlite:%[7]s/identity.db go run ./cmd/platform identity staff add you@example.com
 
+Publish a first release (push an OCI image layout or tarball, then publish it at box).
+PLATFORM_TOKEN is a staff user's session token: the "token" of
+POST http://%[1]s:%[2]d/v1/session with {"email": ..., "password": ...}.
+
+  PLATFORM_TOKEN=... KEYHOLDER_REGISTRY_URL=http://%[9]s BOX_URL=http://%[1]s:%[4]d \
+    go run ./cmd/platform keyholder publish --repository platform --version 1.0.0 ./image
+
+Request logs are at debug here; LOG_LEVEL=debug shows them.
+
 `, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr, parlorPort, pantryPort, billingPort)
 	env.Logger("dev").Info("platform dev started", "data", dir)
 }
@@ -447,4 +464,56 @@ func courierConfig(ctx context.Context, env cli.Env, dir, natsURL, metricsAddr s
 func CourierServiceSecret(courierKey string) string {
 	sum := sha256.Sum256([]byte("platform dev: identity's courier credential\x00" + courierKey))
 	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// waitReady polls url until it answers 200, ctx ends or limit passes.
+func waitReady(ctx context.Context, url string, limit time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// devLogger is a service's logger in the quick start: the per-request
+// lines go to debug, so the banner and what matters stay readable.
+func devLogger(env cli.Env, service string) *slog.Logger {
+	return slog.New(quietRequests{env.Logger(service).Handler()})
+}
+
+// quietRequests lowers httpx.Observe's "request" lines to debug.
+type quietRequests struct{ slog.Handler }
+
+func (q quietRequests) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "request" && r.Level == slog.LevelInfo {
+		if !q.Handler.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
+		r.Level = slog.LevelDebug
+	}
+	return q.Handler.Handle(ctx, r)
+}
+
+func (q quietRequests) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietRequests{q.Handler.WithAttrs(as)}
+}
+
+func (q quietRequests) WithGroup(name string) slog.Handler {
+	return quietRequests{q.Handler.WithGroup(name)}
 }

@@ -440,3 +440,20 @@ func issuerLabel(issuer string) string {
 	}
 	return h
 }
+
+// MFAStatus is whether the caller's second factor is on, and whether an
+// enrolment awaits its confirming code.
+type MFAStatus struct {
+	Enabled   bool
+	EnabledAt *time.Time
+	Pending   bool
+}
+
+// MFAStatus reads the caller's two-factor state (never a secret).
+func (s *Service) MFAStatus(ctx context.Context, p Principal) (MFAStatus, error) {
+	st, err := s.store.MFAState(ctx, p.User.ID)
+	if err != nil {
+		return MFAStatus{}, err
+	}
+	return MFAStatus{Enabled: st.Enabled, EnabledAt: st.EnabledAt, Pending: st.Pending != nil}, nil
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,9 @@ type APIError struct {
 	TraceID string
 	// Challenge is the MFA challenge of a sign-in answered mfa_required.
 	Challenge string
+	// RetryAfter is when the API's Retry-After says to try again (a
+	// locked sign-in's end); zero without the header.
+	RetryAfter time.Time
 }
 
 func (e *APIError) Error() string {
@@ -149,7 +153,25 @@ func (c *Client) doConflict(ctx context.Context, token, method, path string, bod
 	if resp.StatusCode == http.StatusConflict && conflict != nil {
 		_ = json.Unmarshal(raw, conflict)
 	}
-	return decodeError(resp.StatusCode, raw)
+	e := decodeError(resp.StatusCode, raw)
+	e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	return e
+}
+
+// retryAfter reads a Retry-After header, in seconds or as an HTTP date,
+// as the time it names; zero when absent or malformed.
+func retryAfter(v string, now time.Time) time.Time {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}
+	}
+	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+		return now.Add(time.Duration(secs) * time.Second)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return t
+	}
+	return time.Time{}
 }
 
 // decodeError reads either envelope. Box names its fields at the start of
@@ -179,10 +201,17 @@ func decodeError(status int, raw []byte) *APIError {
 	case env.Error != nil:
 		e.Code, e.Message = env.Error.Code, env.Error.Message
 		if e.Code == "unprocessable" {
+			// A rule may itself hold ", " (a range's examples): a part
+			// that does not start with a field name continues the one
+			// before it.
+			last := ""
 			for _, part := range strings.Split(e.Message, ", ") {
 				field, rule, ok := strings.Cut(part, " ")
-				if ok && isFieldName(field) {
-					e.Fields[field] = rule
+				switch {
+				case ok && isFieldName(field):
+					e.Fields[field], last = rule, field
+				case last != "":
+					e.Fields[last] += ", " + part
 				}
 			}
 		}
@@ -314,6 +343,8 @@ type AuditEvent struct {
 	ActorUserID string    `json:"actor_user_id"`
 	Product     string    `json:"product"`
 	Version     string    `json:"version"`
+	// ReleaseID names the release of a release or approval event.
+	ReleaseID *int64 `json:"release_id"`
 }
 
 // Capability is a single-use download capability.

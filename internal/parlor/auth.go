@@ -1,29 +1,35 @@
 package parlor
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // notices are the confirmations a redirect may ask a page to show, by
 // key, so no text from the query string ever reaches a page.
 var notices = map[string]string{
-	"created":   "The team account was created.",
-	"renamed":   "The account was renamed.",
-	"deleted":   "The account was deleted.",
-	"role":      "The member's role was changed.",
-	"removed":   "The member was removed.",
-	"joined":    "You joined the account.",
-	"reset":     "Your password is reset and every session has ended. Sign in with the new password.",
-	"claimed":   "The kit is yours: it is listed below.",
-	"approved":  "The release was approved.",
-	"granted":   "The entitlement was granted.",
-	"revoked":   "The entitlement was revoked.",
-	"published": "The release was published.",
-	"mfa_on":    "Two-factor authentication is on.",
-	"mfa_off":   "Two-factor authentication is off.",
-	"key_gone":  "The API key was revoked; it stopped working at once.",
+	"created":    "The team account was created.",
+	"renamed":    "The account was renamed.",
+	"deleted":    "The account was deleted.",
+	"role":       "The member's role was changed.",
+	"removed":    "The member was removed.",
+	"joined":     "You joined the account.",
+	"invited":    "The invitation was emailed. It is listed under Pending invitations until it is accepted.",
+	"resent":     "The invitation was emailed again with a new link; the old link no longer works.",
+	"inv_gone":   "The invitation was revoked; its link no longer works.",
+	"everywhere": "You are signed out everywhere: every session of your account has ended.",
+	"reset":      "Your password is reset and every session has ended. Sign in with the new password.",
+	"claimed":    "The kit is yours: it is listed below.",
+	"approved":   "The release was approved.",
+	"granted":    "The entitlement was granted.",
+	"revoked":    "The entitlement was revoked.",
+	"published":  "The release was published.",
+	"mfa_on":     "Two-factor authentication is on.",
+	"mfa_off":    "Two-factor authentication is off.",
+	"key_gone":   "The API key was revoked; it stopped working at once.",
 }
 
 func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }
@@ -86,10 +92,14 @@ func (s *server) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		status := formFailure(p, err)
-		if StatusOf(err) == http.StatusUnauthorized {
+		switch {
+		case StatusOf(err) == http.StatusUnauthorized:
 			// The same words for an unknown address and a wrong password,
 			// as identity answers them.
 			p.Error = "The email address or the password is wrong."
+		case CodeOf(err) == "account_locked":
+			p.Error = lockedWords(err)
+			p.Form["locked"] = "yes"
 		}
 		s.render(w, r, status, "signin", p)
 		return
@@ -131,6 +141,11 @@ func (s *server) invitationForm(w http.ResponseWriter, r *http.Request) {
 	if sess != nil {
 		p.User = &sess.Me
 	}
+	if token != "" {
+		// Verifying the address takes a mailed link, which knows nothing
+		// of this page: the way back is kept for the verify page.
+		setReturnTo(w, here)
+	}
 	if token == "" {
 		p.Errors = map[string]string{"token": "This link has no invitation in it. Paste the invitation token below."}
 	}
@@ -149,9 +164,55 @@ func (s *server) acceptInvitation(w http.ResponseWriter, r *http.Request, sess *
 			p.Error = "This invitation is not valid. Check that the link was copied whole."
 		case StatusOf(err) == http.StatusConflict:
 			p.Error = "You are already a member of this account."
+		case CodeOf(err) == "email_not_verified":
+			p.Error = "Verify your email address first: open the link we emailed to " + sess.Me.Email + ", then come back here."
+		case CodeOf(err) == "invitation_email_mismatch":
+			p.Error = "This invitation was sent to another address. Sign in with the address it was sent to."
 		}
 		s.render(w, r, status, "invitation", p)
 		return
 	}
 	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(m.AccountID)+"?done=joined", http.StatusSeeOther)
+}
+
+// lockedWords says until when a locked sign-in stays locked, from the
+// API's Retry-After, and that a password reset unlocks it at once.
+func lockedWords(err error) string {
+	var ae *APIError
+	until := ""
+	if errors.As(err, &ae) && !ae.RetryAfter.IsZero() {
+		until = " until " + ae.RetryAfter.UTC().Format("15:04 UTC")
+		if ae.RetryAfter.UTC().YearDay() != time.Now().UTC().YearDay() {
+			until = " until " + ae.RetryAfter.UTC().Format("2006-01-02 15:04 UTC")
+		}
+	}
+	return "Too many failed sign-ins: this user is locked" + until + ". Resetting the password unlocks it now."
+}
+
+// returnToCookie keeps, for a day, the page to come back to after a
+// step that leaves the site (verifying the address from the mailbox).
+const returnToCookie = "__Host-return-to"
+
+func setReturnTo(w http.ResponseWriter, path string) {
+	http.SetCookie(w, &http.Cookie{Name: returnToCookie, Value: url.QueryEscape(path), Path: "/", MaxAge: 86400,
+		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+}
+
+// takeReturnTo reads and clears the page to come back to; only a path
+// of this site is ever returned ("" without one).
+func takeReturnTo(w http.ResponseWriter, r *http.Request) string {
+	c, err := r.Cookie(returnToCookie)
+	if err != nil || c.Value == "" {
+		return ""
+	}
+	http.SetCookie(w, &http.Cookie{Name: returnToCookie, Value: "", Path: "/", MaxAge: -1,
+		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	path, err := url.QueryUnescape(c.Value)
+	if err != nil {
+		return ""
+	}
+	if safe := localPath(path); safe == path {
+		return path
+	}
+	return ""
 }

@@ -156,11 +156,16 @@ func TestBrowserJourney(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`input[value="identity.member.joined"]`)),
 		submit(`form[action$="/webhooks"]`))
 	hookSecret := owner.value(`#webhook-secret`)
-	owner.do("invite", []string{"Invitation for member@example.com", "shown only now"},
+	owner.do("invite", []string{"The invitation was emailed.", "Pending invitations", "member@example.com"},
 		chromedp.Navigate(base+"/app/accounts/"+team),
 		chromedp.SendKeys(chromedp.CSS(`#invite-email`), "member@example.com"),
 		submit(`form[action$="/invitations"]`))
-	link := owner.value(`#invite-link`)
+	// Reloading the answer does not invite twice: it was a redirect.
+	owner.do("invite-reloaded", []string{"Pending invitations"}, chromedp.Reload())
+	if n, _ := chromedp.Run(owner.ctx, chromedp.Evaluate[int](`document.querySelectorAll('form[action$="/resend"]').length`)); n != 1 {
+		t.Errorf("after a reload %d invitations are pending, want 1", n)
+	}
+	link := mailboxLink(t, "member@example.com", "/invitations/accept")
 	if !strings.HasPrefix(link, base+"/invitations/accept?token=") {
 		t.Fatalf("invitation link = %q, want one on %s", link, base)
 	}
@@ -283,11 +288,38 @@ func TestBrowserJourney(t *testing.T) {
 		chromedp.EmulateViewport(390, 844, chromedp.EmulatePortrait, chromedp.EmulateMobile),
 		chromedp.Navigate(base+"/app/accounts/"+team))
 	owner.fitsWidth("phone")
+	// At a phone's width the header is one row with a Menu, and the
+	// account's tabs one scrollable row.
+	phone, err := chromedp.Run(owner.ctx, chromedp.Evaluate[map[string]bool](`({
+		menu: getComputedStyle(document.querySelector("header .menu")).display !== "none",
+		inline: getComputedStyle(document.querySelector("header .nav-links")).display === "none",
+		header: document.querySelector("header nav").getBoundingClientRect().height < 70,
+		tabs: document.querySelector("nav.tabs").getBoundingClientRect().height < 60})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, ok := range phone {
+		if !ok {
+			t.Errorf("at 390 px the %s check fails: %v", what, phone)
+		}
+	}
+	owner.do("phone-menu", []string{"Members"}, chromedp.Click(chromedp.CSS(`header .menu summary`)))
+	owner.do("phone-pulls", []string{"platform:1.0.0"}, chromedp.Navigate(base+"/app/accounts/"+team+"/pulls"))
+	owner.fitsWidth("phone-pulls")
 	owner.do("phone-light", []string{"Entitlements"}, colorScheme("light"),
 		chromedp.Navigate(base+"/app/accounts/"+team+"/entitlements"))
 	owner.fitsWidth("phone-light")
 	owner.do("desktop", []string{"Your accounts"}, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/app"))
 
+	owner.do("security", []string{"signing in asks only for your password", "Set up two-factor authentication"},
+		chromedp.Navigate(base+"/app/security"))
+	owner.do("settings", []string{"Change your password", "Where you are signed in", "This browser"},
+		chromedp.Navigate(base+"/app/settings"))
+	member.do("member-tabs", []string{"Members"}, chromedp.Navigate(base+"/app/accounts/"+team))
+	if n, _ := chromedp.Run(member.ctx, chromedp.Evaluate[int](`document.querySelectorAll('nav.tabs a[href$="/webhooks"], nav.tabs a[href$="/api_keys"]').length`)); n != 0 {
+		t.Errorf("a member sees %d tabs they cannot use", n)
+	}
+	operator.do("console-slash", []string{"Operator console"}, chromedp.Navigate(base+"/operator/"))
 	owner.do("releases", []string{"Releases"}, chromedp.Navigate(base+"/app/accounts/"+team+"/releases"))
 	owner.do("activity", []string{"Activity"}, chromedp.Navigate(base+"/app/accounts/"+team+"/activity"))
 	operator.do("releases-console", []string{"Publish a release"}, chromedp.Navigate(base+"/operator/releases"))

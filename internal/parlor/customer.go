@@ -54,12 +54,15 @@ func (s *server) createAccount(w http.ResponseWriter, r *http.Request, sess *ses
 
 // accountData is the account page's content.
 type accountData struct {
-	Members []Member
-	// Invitation is the one just created, with its token shown once.
-	Invitation *Invitation
-	InviteLink string
-	CanAdmin   bool
-	IsOwner    bool
+	Members  []Member
+	CanAdmin bool
+	IsOwner  bool
+	// Owners counts the owners: the sole owner's own row offers no
+	// change, since identity refuses the last owner's removal and
+	// demotion.
+	Owners int
+	// Pending are the open invitations (admins see them).
+	Pending []PendingInvitation
 }
 
 // loadAccount reads the account of the path, answering the page itself
@@ -99,22 +102,21 @@ func withAccount[T any](s *server, w http.ResponseWriter, r *http.Request, sess 
 }
 
 func (s *server) account(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.renderAccount(w, r, sess, &page{Notice: notice(r)}, http.StatusOK, nil)
+	s.renderAccount(w, r, sess, &page{Notice: notice(r)}, http.StatusOK)
 }
 
-func (s *server) renderAccount(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int, inv *Invitation) {
+func (s *server) renderAccount(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int) {
 	if status == http.StatusServiceUnavailable {
 		s.unavailable(w, r, &sess.Me)
 		return
 	}
-	a, members, ok := withAccount(s, w, r, sess, s.api.Members)
+	a, d, ok := withAccount(s, w, r, sess, s.membersAndInvitations)
 	if !ok {
 		return
 	}
-	d := accountData{Members: members, Invitation: inv,
-		CanAdmin: roleRank[a.Role] >= roleRank["admin"], IsOwner: a.Role == "owner"}
-	if inv != nil {
-		d.InviteLink = origin(r) + "/invitations/accept?token=" + url.QueryEscape(inv.Token)
+	d.CanAdmin, d.IsOwner = roleRank[a.Role] >= roleRank["admin"], a.Role == "owner"
+	if !d.CanAdmin {
+		d.Pending = nil
 	}
 	p.Title, p.User, p.Account, p.Tab, p.Data = a.Name, &sess.Me, a, "members", d
 	s.render(w, r, status, "account", p)
@@ -147,7 +149,7 @@ func (s *server) renameAccount(w http.ResponseWriter, r *http.Request, sess *ses
 		if CodeOf(err) == "conflict" {
 			p.Errors["name"] = "Another account already has a name like this. Choose another name."
 		}
-		s.renderAccount(w, r, sess, p, status, nil)
+		s.renderAccount(w, r, sess, p, status)
 		return
 	}
 	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"?done=renamed", http.StatusSeeOther)
@@ -159,7 +161,7 @@ func (s *server) deleteAccount(w http.ResponseWriter, r *http.Request, sess *ses
 		// Nothing is undone after a delete, so it takes a deliberate tick.
 		p := &page{Error: "Please correct the fields marked below.",
 			Errors: map[string]string{"confirm": "Tick the box to confirm that the account and everything in it go for good."}}
-		s.renderAccount(w, r, sess, p, http.StatusUnprocessableEntity, nil)
+		s.renderAccount(w, r, sess, p, http.StatusUnprocessableEntity)
 		return
 	}
 	if err := s.api.DeleteAccount(r.Context(), sess.Token, id); err != nil {
@@ -172,7 +174,7 @@ func (s *server) deleteAccount(w http.ResponseWriter, r *http.Request, sess *ses
 		if StatusOf(err) == http.StatusForbidden {
 			p.Error = "Only an owner can delete an account."
 		}
-		s.renderAccount(w, r, sess, p, status, nil)
+		s.renderAccount(w, r, sess, p, status)
 		return
 	}
 	http.Redirect(w, r, "/app?done=deleted", http.StatusSeeOther)
@@ -181,7 +183,7 @@ func (s *server) deleteAccount(w http.ResponseWriter, r *http.Request, sess *ses
 func (s *server) invite(w http.ResponseWriter, r *http.Request, sess *session) {
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	role := r.PostFormValue("role")
-	inv, err := s.api.Invite(r.Context(), sess.Token, r.PathValue("id"), email, role)
+	_, err := s.api.Invite(r.Context(), sess.Token, r.PathValue("id"), email, role)
 	if err != nil {
 		if StatusOf(err) == http.StatusNotFound {
 			s.notFound(w, r, &sess.Me)
@@ -192,17 +194,96 @@ func (s *server) invite(w http.ResponseWriter, r *http.Request, sess *session) {
 		if StatusOf(err) == http.StatusForbidden {
 			p.Error = "Only an admin or an owner can invite."
 		}
-		s.renderAccount(w, r, sess, p, status, nil)
+		s.renderAccount(w, r, sess, p, status)
 		return
 	}
-	// Rendered, not redirected: the token is shown this once and is
-	// nowhere to be read again.
-	s.renderAccount(w, r, sess, &page{Notice: "The invitation was created. Send its link to " + inv.Email + "; it is shown only now."},
-		http.StatusOK, &inv)
+	// Redirected, so a reload does not invite twice: the link went by
+	// mail and the invitation is listed as pending.
+	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(r.PathValue("id"))+"?done=invited", http.StatusSeeOther)
+}
+
+// membersAndInvitations reads an account's members and, at the same
+// time, its open invitations; a member (who may not list them) reads
+// none.
+func (s *server) membersAndInvitations(ctx context.Context, token, id string) (accountData, error) {
+	var (
+		d       accountData
+		pending []PendingInvitation
+		pendErr error
+		wg      sync.WaitGroup
+	)
+	wg.Go(func() { pending, pendErr = s.api.Invitations(ctx, token, id) })
+	members, err := s.api.Members(ctx, token, id)
+	wg.Wait()
+	if StatusOf(pendErr) == http.StatusForbidden {
+		pendErr = nil
+	}
+	if err == nil {
+		err = pendErr
+	}
+	d.Members, d.Pending = members, pending
+	for _, m := range members {
+		if m.Role == "owner" {
+			d.Owners++
+		}
+	}
+	return d, err
+}
+
+// invitationAction resends or revokes an open invitation.
+func (s *server) invitationAction(call func(ctx context.Context, token, id, inv string) error, done string) authedHandler {
+	return func(w http.ResponseWriter, r *http.Request, sess *session) {
+		id := r.PathValue("id")
+		if err := call(r.Context(), sess.Token, id, r.PathValue("inv")); err != nil {
+			if StatusOf(err) == http.StatusNotFound {
+				s.renderAccount(w, r, sess, &page{Error: "That invitation is no longer open: it was accepted, revoked or resent meanwhile."}, http.StatusNotFound)
+				return
+			}
+			p := &page{}
+			s.renderAccount(w, r, sess, p, formFailure(p, err))
+			return
+		}
+		http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"?done="+done, http.StatusSeeOther)
+	}
+}
+
+// memberConfirmData is the confirmation step of a role change or a
+// removal: what will happen, to whom, and the form that does it.
+type memberConfirmData struct {
+	Member Member
+	// Action is "remove" or "role"; Role the role asked for.
+	Action, Role string
+}
+
+// confirmMember renders the confirmation step unless the form already
+// carries it, and reports whether the change may go ahead.
+func (s *server) confirmMember(w http.ResponseWriter, r *http.Request, sess *session, action string) bool {
+	if r.PostFormValue("confirm") == "yes" {
+		return true
+	}
+	a, members, ok := withAccount(s, w, r, sess, s.api.Members)
+	if !ok {
+		return false
+	}
+	user := r.PathValue("user")
+	for _, m := range members {
+		if m.UserID == user {
+			d := memberConfirmData{Member: m, Action: action, Role: r.PostFormValue("role")}
+			s.render(w, r, http.StatusOK, "member_confirm", &page{Title: "Confirm · " + a.Name, User: &sess.Me,
+				Account: a, Tab: "members", Data: d})
+			return false
+		}
+	}
+	s.render(w, r, http.StatusNotFound, "error", &page{Title: "Not found", User: &sess.Me,
+		Error: "That person is not a member of this account (any more)."})
+	return false
 }
 
 func (s *server) changeRole(w http.ResponseWriter, r *http.Request, sess *session) {
 	id, user := r.PathValue("id"), r.PathValue("user")
+	if !s.confirmMember(w, r, sess, "role") {
+		return
+	}
 	if err := s.api.ChangeRole(r.Context(), sess.Token, id, user, r.PostFormValue("role")); err != nil {
 		s.memberFailure(w, r, sess, err)
 		return
@@ -212,6 +293,9 @@ func (s *server) changeRole(w http.ResponseWriter, r *http.Request, sess *sessio
 
 func (s *server) removeMember(w http.ResponseWriter, r *http.Request, sess *session) {
 	id, user := r.PathValue("id"), r.PathValue("user")
+	if !s.confirmMember(w, r, sess, "remove") {
+		return
+	}
 	if err := s.api.RemoveMember(r.Context(), sess.Token, id, user); err != nil {
 		s.memberFailure(w, r, sess, err)
 		return
@@ -239,7 +323,7 @@ func (s *server) memberFailure(w http.ResponseWriter, r *http.Request, sess *ses
 			p.Error = msg
 		}
 	}
-	s.renderAccount(w, r, sess, p, status, nil)
+	s.renderAccount(w, r, sess, p, status)
 }
 
 // entitlementsData is the entitlements page's content.
@@ -286,19 +370,43 @@ func (s *server) claim(w http.ResponseWriter, r *http.Request, sess *session) {
 	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"/entitlements?done=claimed", http.StatusSeeOther)
 }
 
-// releasesData is the releases page's content.
-type releasesData struct{ Releases []Release }
+// releasesData is the releases page's content: Approved holds the ids
+// of the releases this account has approved, which offer no Approve.
+type releasesData struct {
+	Releases []Release
+	Approved map[int64]bool
+}
 
 func (s *server) releases(w http.ResponseWriter, r *http.Request, sess *session) {
 	s.renderReleases(w, r, sess, &page{Notice: notice(r)}, http.StatusOK)
 }
 
 func (s *server) renderReleases(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int) {
-	a, list, ok := withAccount(s, w, r, sess, s.api.AccountReleases)
+	a, list, ok := withAccount(s, w, r, sess, func(ctx context.Context, token, id string) (releasesData, error) {
+		var (
+			d         releasesData
+			events    []AuditEvent
+			eventsErr error
+			wg        sync.WaitGroup
+		)
+		wg.Go(func() { events, eventsErr = s.api.Timeline(ctx, token, id) })
+		rels, err := s.api.AccountReleases(ctx, token, id)
+		wg.Wait()
+		if err == nil {
+			err = eventsErr
+		}
+		d.Releases, d.Approved = rels, map[int64]bool{}
+		for _, e := range events {
+			if e.Type == "approval.created" && e.ReleaseID != nil {
+				d.Approved[*e.ReleaseID] = true
+			}
+		}
+		return d, err
+	})
 	if !ok {
 		return
 	}
-	p.Title, p.User, p.Account, p.Tab, p.Data = "Releases · "+a.Name, &sess.Me, a, "releases", releasesData{Releases: list}
+	p.Title, p.User, p.Account, p.Tab, p.Data = "Releases · "+a.Name, &sess.Me, a, "releases", list
 	s.render(w, r, status, "releases", p)
 }
 

@@ -8,6 +8,9 @@ import (
 	"testing"
 )
 
+// confirmed is the confirmation step's answer to a removal.
+var confirmed = url.Values{"confirm": {"yes"}}
+
 var tokenInLink = regexp.MustCompile(`/invitations/accept\?token=([A-Za-z0-9_%.~-]+)`)
 
 // teamWithMember makes a team owned by a fresh user and a second user who
@@ -22,16 +25,15 @@ func teamWithMember(t *testing.T, st *stack, base string) (owner, member *visito
 	}
 	team = accountIDFrom(t, a.location())
 	memberEmail = uniqueEmail("member")
-	inv := owner.post("/app/accounts/"+team+"/invitations", url.Values{"email": {memberEmail}, "role": {"member"}}).
-		expect(t, http.StatusOK, "Invitation for "+memberEmail, "shown only now")
-	m := tokenInLink.FindStringSubmatch(inv.Body)
-	if m == nil {
-		t.Fatalf("the invitation page shows no link:\n%s", visibleText(inv.Body))
+	a = owner.post("/app/accounts/"+team+"/invitations", url.Values{"email": {memberEmail}, "role": {"member"}})
+	if a.Status != http.StatusSeeOther {
+		t.Fatalf("invite: %d, want 303 so a reload does not invite twice\n%s", a.Status, visibleText(a.Body))
 	}
-	token, err := url.QueryUnescape(m[1])
-	if err != nil {
-		t.Fatal(err)
+	page := owner.get(a.location()).expect(t, http.StatusOK, "The invitation was emailed.", "Pending invitations", memberEmail)
+	if strings.Contains(page.Body, "Email delivery is not connected") || tokenInLink.MatchString(page.Body) {
+		t.Errorf("the account page shows an invitation token or says mail is not sent:\n%s", visibleText(page.Body))
 	}
+	token := linkTokenOf(t, st.linkIn(t, memberEmail, "/invitations/accept"))
 	member = newVisitor(t, base)
 	member.signUp(memberEmail)
 	member.verify(st, memberEmail) // only a verified holder of the invited address accepts
@@ -100,15 +102,17 @@ func TestAccountsAndMembers(t *testing.T) {
 	ownerID := memberID(t, owner, team, "(you)")
 	memberUser := memberID(t, owner, team, memberEmail)
 	t.Run("ErrLastOwnerCannotBeDemoted", func(t *testing.T) {
-		owner.post("/app/accounts/"+team+"/members/"+ownerID+"/role", url.Values{"role": {"member"}}).
+		owner.post("/app/accounts/"+team+"/members/"+ownerID+"/role", url.Values{"role": {"member"}, "confirm": {"yes"}}).
 			expect(t, http.StatusUnprocessableEntity, "The last owner cannot be demoted")
 	})
 	t.Run("ErrLastOwnerCannotBeRemoved", func(t *testing.T) {
-		owner.post("/app/accounts/"+team+"/members/"+ownerID+"/remove", nil).
+		owner.post("/app/accounts/"+team+"/members/"+ownerID+"/remove", confirmed).
 			expect(t, http.StatusUnprocessableEntity, "The last owner cannot be removed")
 	})
 	t.Run("ChangeRole", func(t *testing.T) {
-		a := owner.post("/app/accounts/"+team+"/members/"+memberUser+"/role", url.Values{"role": {"admin"}})
+		owner.post("/app/accounts/"+team+"/members/"+memberUser+"/role", url.Values{"role": {"admin"}}).
+			expect(t, http.StatusOK, "Make "+memberEmail+" admin of", "Their role is member now.", "Cancel")
+		a := owner.post("/app/accounts/"+team+"/members/"+memberUser+"/role", url.Values{"role": {"admin"}, "confirm": {"yes"}})
 		if a.Status != http.StatusSeeOther {
 			t.Fatalf("role change: %d\n%s", a.Status, visibleText(a.Body))
 		}
@@ -116,7 +120,7 @@ func TestAccountsAndMembers(t *testing.T) {
 		member.get("/app/accounts/"+team).expect(t, http.StatusOK, "your role: admin", "Invite someone")
 	})
 	t.Run("ErrAdminCannotRemoveOwner", func(t *testing.T) {
-		member.post("/app/accounts/"+team+"/members/"+ownerID+"/remove", nil).
+		member.post("/app/accounts/"+team+"/members/"+ownerID+"/remove", confirmed).
 			expect(t, http.StatusForbidden, "An admin cannot remove an owner.")
 	})
 	t.Run("ErrPersonalAccountCannotBeDeleted", func(t *testing.T) {
@@ -126,7 +130,9 @@ func TestAccountsAndMembers(t *testing.T) {
 			expect(t, http.StatusUnprocessableEntity, "A personal account cannot be deleted; only team accounts can.")
 	})
 	t.Run("RemoveMember", func(t *testing.T) {
-		a := owner.post("/app/accounts/"+team+"/members/"+memberUser+"/remove", nil)
+		owner.post("/app/accounts/"+team+"/members/"+memberUser+"/remove", nil).
+			expect(t, http.StatusOK, "Remove "+memberEmail+" from", "They lose access to this account at once")
+		a := owner.post("/app/accounts/"+team+"/members/"+memberUser+"/remove", confirmed)
 		if a.Status != http.StatusSeeOther {
 			t.Fatalf("remove: %d\n%s", a.Status, visibleText(a.Body))
 		}
@@ -200,16 +206,16 @@ func TestKitEntitlementsAndDownloads(t *testing.T) {
 		expect(t, http.StatusUnprocessableEntity, "Choose a release to approve.")
 }
 
-var memberRow = regexp.MustCompile(`(?s)<tr>\s*<td>([^<]*)</td>.*?/members/([0-9a-f-]{36})/remove`)
+var memberRow = regexp.MustCompile(`<tr id="member-([0-9a-f-]{36})">\s*<td>([^<]*)</td>`)
 
 // memberID is the user id in the member row whose first cell contains
-// label, read from the remove form's address.
+// label, read from the row's id.
 func memberID(t *testing.T, v *visitor, team, label string) string {
 	t.Helper()
 	page := v.get("/app/accounts/" + team).Body
 	for _, m := range memberRow.FindAllStringSubmatch(page, -1) {
-		if strings.Contains(m[1], label) {
-			return m[2]
+		if strings.Contains(m[2], label) {
+			return m[1]
 		}
 	}
 	t.Fatalf("no member row shows %q", label)

@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,33 +125,53 @@ func (s *server) signinMFA(w http.ResponseWriter, r *http.Request) {
 // so no secret leaves the page in a URL and the policy's img-src data:
 // admits it.
 type securityData struct {
+	State     MFAState
 	Enrolment *Enrolment
 	QR        template.URL
 }
 
 func (s *server) security(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.render(w, r, http.StatusOK, "security", &page{Title: "Security", User: &sess.Me, Notice: notice(r)})
+	s.renderSecurity(w, r, sess, http.StatusOK, &page{Notice: notice(r)}, nil)
+}
+
+// renderSecurity shows the two-factor state and only its next step: an
+// enrolment (just started, or kept after a mistyped code) to confirm,
+// else setting up, else turning off or replacing the authenticator.
+func (s *server) renderSecurity(w http.ResponseWriter, r *http.Request, sess *session, status int, p *page, en *Enrolment) {
+	st, err := s.api.MFAState(r.Context(), sess.Token)
+	if err != nil {
+		s.fail(w, r, &sess.Me, err)
+		return
+	}
+	d := securityData{State: st, Enrolment: en}
+	if en != nil {
+		if d.QR, err = qrDataURL(en.OTPAuthURL); err != nil {
+			s.fail(w, r, &sess.Me, err)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	p.Title, p.User, p.Data = "Security", &sess.Me, d
+	s.render(w, r, status, "security", p)
 }
 
 func (s *server) enrolMFA(w http.ResponseWriter, r *http.Request, sess *session) {
 	en, err := s.api.EnrolTOTP(r.Context(), sess.Token, r.PostFormValue("password"))
 	if err != nil {
-		p := &page{Title: "Security", User: &sess.Me}
+		p := &page{}
 		status := formFailure(p, err)
 		if CodeOf(err) == "invalid_credentials" {
 			p.Error = ""
 			p.Errors["password"] = "The password is wrong."
 		}
-		s.render(w, r, status, "security", p)
+		if status == http.StatusServiceUnavailable {
+			s.unavailable(w, r, &sess.Me)
+			return
+		}
+		s.renderSecurity(w, r, sess, status, p, nil)
 		return
 	}
-	qr, err := qrDataURL(en.OTPAuthURL)
-	if err != nil {
-		s.fail(w, r, &sess.Me, err)
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	s.render(w, r, http.StatusOK, "security", &page{Title: "Security", User: &sess.Me, Data: securityData{&en, qr}})
+	s.renderSecurity(w, r, sess, http.StatusOK, &page{}, &en)
 }
 
 // qrDataURL renders an otpauth URL as a QR code PNG (pquerna/otp draws
@@ -171,8 +192,26 @@ func qrDataURL(otpauth string) (template.URL, error) {
 	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())), nil
 }
 
+// confirmMFA turns the pending enrolment on. A mistyped code keeps the
+// enrolment on the page (its QR code, secret and recovery codes come
+// back with the form), so the user types the next code rather than
+// starting over.
 func (s *server) confirmMFA(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.codeForm(w, r, sess, s.api.ConfirmTOTP, "confirm_code", "mfa_on")
+	err := s.api.ConfirmTOTP(r.Context(), sess.Token, strings.TrimSpace(r.PostFormValue("code")))
+	if err == nil {
+		http.Redirect(w, r, "/app/security?done=mfa_on", http.StatusSeeOther)
+		return
+	}
+	if CodeOf(err) != "invalid_code" {
+		s.codeFailure(w, r, sess, err, "confirm_code")
+		return
+	}
+	var en *Enrolment
+	if u := r.PostFormValue("otpauth_url"); strings.HasPrefix(u, "otpauth://") {
+		en = &Enrolment{Secret: r.PostFormValue("secret"), OTPAuthURL: u, RecoveryCodes: strings.Fields(r.PostFormValue("recovery_codes"))}
+	}
+	p := &page{Errors: map[string]string{"confirm_code": "That code is wrong or was already used. Type the code your app shows now."}}
+	s.renderSecurity(w, r, sess, http.StatusUnprocessableEntity, p, en)
 }
 
 func (s *server) disableMFA(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -184,33 +223,67 @@ func (s *server) disableMFA(w http.ResponseWriter, r *http.Request, sess *sessio
 func (s *server) codeForm(w http.ResponseWriter, r *http.Request, sess *session,
 	call func(ctx context.Context, token, code string) error, field, done string) {
 	if err := call(r.Context(), sess.Token, strings.TrimSpace(r.PostFormValue("code"))); err != nil {
-		p := &page{Title: "Security", User: &sess.Me}
-		status := formFailure(p, err)
-		switch CodeOf(err) {
-		case "invalid_code":
-			status, p.Error = http.StatusUnprocessableEntity, ""
-			p.Errors[field] = "That code is wrong or was already used."
-		case "not_found":
-			status, p.Error = http.StatusUnprocessableEntity, "There is no two-factor setup to act on."
-		case "unauthorized":
-			s.fail(w, r, &sess.Me, err)
-			return
-		}
-		s.render(w, r, status, "security", p)
+		s.codeFailure(w, r, sess, err, field)
 		return
 	}
 	http.Redirect(w, r, "/app/security?done="+done, http.StatusSeeOther)
+}
+
+// codeFailure explains a refused code next to its field.
+func (s *server) codeFailure(w http.ResponseWriter, r *http.Request, sess *session, err error, field string) {
+	p := &page{}
+	status := formFailure(p, err)
+	switch CodeOf(err) {
+	case "invalid_code":
+		status, p.Error = http.StatusUnprocessableEntity, ""
+		p.Errors[field] = "That code is wrong or was already used."
+	case "not_found":
+		status, p.Error = http.StatusUnprocessableEntity, "There is no two-factor setup to act on."
+	case "unauthorized":
+		s.fail(w, r, &sess.Me, err)
+		return
+	}
+	if status == http.StatusServiceUnavailable {
+		s.unavailable(w, r, &sess.Me)
+		return
+	}
+	s.renderSecurity(w, r, sess, status, p, nil)
 }
 
 // apiKeysData is the API keys page's content; Token is set only on the
 // answer that created a key.
 type apiKeysData struct {
 	Keys   []APIKey
-	Scopes []string
+	Scopes []scopeChoice
 	Token  string
 }
 
-var apiKeyScopes = []string{"account:read", "entitlements:read", "artifacts:fetch", "releases:read", "releases:approve", "projects:write"}
+// scopeChoice is one scope's checkbox: its name, what it lets a key do,
+// and whether the refused form had it ticked.
+type scopeChoice struct {
+	Name, Description string
+	Checked           bool
+}
+
+// apiKeyScopes are identity's closed set of scopes, in words.
+var apiKeyScopes = []scopeChoice{
+	{Name: "account:read", Description: "Read this account: its name, handle and the key's own scopes."},
+	{Name: "entitlements:read", Description: "List the products this account holds."},
+	{Name: "artifacts:fetch", Description: "Get download capabilities for the products it holds (what a CI pipeline needs)."},
+	{Name: "releases:read", Description: "List the releases of the products it holds."},
+	{Name: "releases:approve", Description: "Approve a release on this account's behalf."},
+	{Name: "projects:write", Description: "Publish and change this account's projects in the public registry."},
+}
+
+// scopesTicked is the scope list with the ticked ones marked.
+func scopesTicked(ticked []string) []scopeChoice {
+	out := make([]scopeChoice, len(apiKeyScopes))
+	for i, sc := range apiKeyScopes {
+		sc.Checked = slices.Contains(ticked, sc.Name)
+		out[i] = sc
+	}
+	return out
+}
 
 func (s *server) apiKeys(w http.ResponseWriter, r *http.Request, sess *session) {
 	s.renderAPIKeys(w, r, sess, &page{Notice: notice(r)}, http.StatusOK, "")
@@ -222,7 +295,11 @@ func (s *server) renderAPIKeys(w http.ResponseWriter, r *http.Request, sess *ses
 		return
 	}
 	p.Title, p.User, p.Account, p.Tab = "API keys · "+a.Name, &sess.Me, a, "api_keys"
-	p.Data = apiKeysData{Keys: keys, Scopes: apiKeyScopes, Token: token}
+	ticked := r.PostForm["scopes"]
+	if token != "" {
+		ticked = nil // created: the next key starts from a clean form
+	}
+	p.Data = apiKeysData{Keys: keys, Scopes: scopesTicked(ticked), Token: token}
 	if token != "" {
 		w.Header().Set("Cache-Control", "no-store")
 	}
@@ -260,4 +337,18 @@ func (s *server) revokeAPIKey(w http.ResponseWriter, r *http.Request, sess *sess
 		return
 	}
 	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"/api_keys?done=key_gone", http.StatusSeeOther)
+}
+
+// MFAState is the caller's two-factor state.
+type MFAState struct {
+	Enabled   bool       `json:"enabled"`
+	EnabledAt *time.Time `json:"enabled_at"`
+	Pending   bool       `json:"pending"`
+}
+
+// MFAState reads whether two-factor authentication is on or pending.
+func (c *Client) MFAState(ctx context.Context, token string) (MFAState, error) {
+	var st MFAState
+	err := c.do(ctx, token, "GET", "/v1/me/mfa", nil, &st)
+	return st, err
 }

@@ -1,6 +1,7 @@
 package parlor_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -26,7 +27,12 @@ func TestMFAEnrolmentAndSignIn(t *testing.T) {
 	email := uniqueEmail("mfa")
 	v := newVisitor(t, base)
 	v.signUp(email)
-	v.get("/app/security").expect(t, http.StatusOK, "Set up two-factor authentication")
+	off := v.get("/app/security").expect(t, http.StatusOK, "signing in asks only for your password.", "Set up two-factor authentication")
+	for _, later := range []string{"Confirm two-factor authentication", "Turn two-factor authentication off"} {
+		if strings.Contains(off.Body, later) {
+			t.Errorf("with MFA off the page offers %q", later)
+		}
+	}
 	v.post("/app/security/mfa", url.Values{"password": {"wrong password"}}).expect(t, http.StatusForbidden, "The password is wrong.")
 	page := v.post("/app/security/mfa", url.Values{"password": {"correct horse battery"}}).
 		expect(t, http.StatusOK, "Scan this code", "Recovery codes")
@@ -41,7 +47,24 @@ func TestMFAEnrolmentAndSignIn(t *testing.T) {
 	if m == nil || len(codes) != 10 {
 		t.Fatalf("secret %v, %d recovery codes on the page", m, len(codes))
 	}
-	v.post("/app/security/mfa/confirm", url.Values{"code": {"000000"}}).expect(t, http.StatusUnprocessableEntity, "That code is wrong")
+	// A mistyped code keeps the enrolment: the QR code, the secret and
+	// the recovery codes are still there to finish with.
+	form := url.Values{"code": {"000000"}}
+	for _, f := range []string{"secret", "otpauth_url", "recovery_codes"} {
+		hidden := regexp.MustCompile(`name="` + f + `" value="([^"]*)"`).FindStringSubmatch(page.Body)
+		if hidden == nil {
+			t.Fatalf("the confirm form does not carry %s", f)
+		}
+		form.Set(f, html.UnescapeString(hidden[1]))
+	}
+	again := v.post("/app/security/mfa/confirm", form).expect(t, http.StatusUnprocessableEntity, "That code is wrong",
+		"Scan this code", m[1], codes[0][1], "Off, being set up")
+	if !strings.Contains(again.Body, `src="data:image/png;base64,`) {
+		t.Errorf("a mistyped code lost the QR code")
+	}
+	if strings.Contains(again.Body, "Set up two-factor authentication") {
+		t.Errorf("during the set-up the page offers Set up again")
+	}
 	code, err := totp.GenerateCode(m[1], time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +72,10 @@ func TestMFAEnrolmentAndSignIn(t *testing.T) {
 	if a := v.post("/app/security/mfa/confirm", url.Values{"code": {code}}); a.Status != http.StatusSeeOther {
 		t.Fatalf("confirm: %d\n%s", a.Status, visibleText(a.Body))
 	}
-	v.get("/app/security?done=mfa_on").expect(t, http.StatusOK, "Two-factor authentication is on.")
+	on := v.get("/app/security?done=mfa_on").expect(t, http.StatusOK, "Two-factor authentication is on.", "On since", "Turn two-factor authentication off", "Replace your authenticator")
+	if strings.Contains(on.Body, "Confirm two-factor authentication") {
+		t.Errorf("with MFA on the page still offers Confirm")
+	}
 
 	w := newVisitor(t, base)
 	step := w.post("/signin", url.Values{"email": {email}, "password": {"correct horse battery"}}).

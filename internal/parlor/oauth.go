@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/platformco/platform/internal/ids"
@@ -398,6 +399,8 @@ type settingsData struct {
 	Applications []connectedApp
 	// Push is the devices section; nil while push is off.
 	Push *pushDevices
+	// Sessions are the user's open sessions, this browser's marked.
+	Sessions []SessionInfo
 }
 
 type connectedApp struct {
@@ -410,12 +413,22 @@ type connectedApp struct {
 // renderSettings renders the settings page with the user's connected
 // applications.
 func (s *server) renderSettings(w http.ResponseWriter, r *http.Request, status int, sess *session, p *page) {
+	var (
+		sessions    []SessionInfo
+		sessionsErr error
+		wg          sync.WaitGroup
+	)
+	wg.Go(func() { sessions, sessionsErr = s.api.Sessions(r.Context(), sess.Token) })
 	ks, err := s.api.OIDCConsents(r.Context(), sess.Token)
+	wg.Wait()
+	if err == nil {
+		err = sessionsErr
+	}
 	if err != nil {
 		s.fail(w, r, &sess.Me, err)
 		return
 	}
-	d := settingsData{Applications: make([]connectedApp, 0, len(ks))}
+	d := settingsData{Applications: make([]connectedApp, 0, len(ks)), Sessions: sessions}
 	for _, k := range ks {
 		a := connectedApp{OIDCConsent: k}
 		for _, sc := range k.Scopes {

@@ -3,8 +3,10 @@ package parlor
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 func (s *server) operatorHome(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -43,6 +45,38 @@ type entitlementListData struct {
 	NextPage   string
 	FirstPage  string
 	IsFiltered bool
+	// Names are the rows' account names by id ("" when identity did not
+	// answer for one: the row then shows its id).
+	Names map[string]string
+}
+
+// accountNames reads the names of the accounts of rows, at once; an
+// account identity cannot read (deleted meanwhile) is left out.
+func (s *server) accountNames(r *http.Request, sess *session, rows []Entitlement) map[string]string {
+	var ids []string
+	for _, row := range rows {
+		if !slices.Contains(ids, row.AccountID) {
+			ids = append(ids, row.AccountID)
+		}
+	}
+	names := make(map[string]string, len(ids))
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for _, id := range ids {
+		wg.Go(func() {
+			a, err := s.api.StaffAccount(r.Context(), sess.Token, id)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			names[id] = a.Name
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return names
 }
 
 func (s *server) operatorEntitlements(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -62,7 +96,7 @@ func (s *server) operatorEntitlements(w http.ResponseWriter, r *http.Request, se
 	if err != nil {
 		status = formFailure(p, err)
 	} else {
-		d.Rows = rows
+		d.Rows, d.Names = rows, s.accountNames(r, sess, rows)
 		base := url.Values{}
 		for k, v := range p.Form {
 			if v != "" {

@@ -85,7 +85,15 @@ func TestOperatorReconciliation(t *testing.T) {
 	})
 	t.Run("ErrFieldsNamed", func(t *testing.T) {
 		bad := url.Values{"account_id": {acct}, "product": {"platform"}, "version_range": {"soon"}}
+		// The whole rule, examples and all, and no support reference on
+		// a refusal in words.
 		op.post("/operator/grant", bad).expect(t, http.StatusUnprocessableEntity, "This version range")
+		bad.Set("version_range", "^1.0.0 || ^2.0.0")
+		page := op.post("/operator/grant", bad).expect(t, http.StatusUnprocessableEntity,
+			"must be a single constraint (^X.Y.Z, ~X.Y.Z, >=X.Y.Z or X.Y.Z); unions")
+		if strings.Contains(page.Body, `class="reference"`) {
+			t.Errorf("a 422 shows a support reference:\n%s", visibleText(page.Body))
+		}
 		bad = url.Values{"account_id": {acct}, "product": {"gold"}}
 		op.post("/operator/grant", bad).expect(t, http.StatusUnprocessableEntity, "This product")
 	})
@@ -106,8 +114,17 @@ func TestOperatorReconciliation(t *testing.T) {
 				t.Fatalf("grant %s: %d", product, a.Status)
 			}
 		}
-		op.get("/operator/entitlements?account_id="+acct).expect(t, http.StatusOK, acct, "platform")
-		page := op.get("/operator/entitlements?product=courier").expect(t, http.StatusOK, otherAcct, "courier")
+		// Rows name their account (the buyer's personal one here) and
+		// link its page.
+		rows := op.get("/operator/entitlements?account_id="+acct).expect(t, http.StatusOK, "platform")
+		name := regexp.MustCompile(`<td><a href="/operator/accounts/` + acct + `">([^<]+)</a></td>`).FindStringSubmatch(rows.Body)
+		if name == nil || strings.Contains(name[1], acct) {
+			t.Errorf("the entitlement row does not name its account:\n%s", visibleText(rows.Body))
+		}
+		page := op.get("/operator/entitlements?product=courier").expect(t, http.StatusOK, "courier")
+		if !strings.Contains(page.Body, "/operator/accounts/"+otherAcct) {
+			t.Errorf("the courier row does not link its account")
+		}
 		if strings.Contains(page.Body, "pi_123") {
 			t.Errorf("the product filter shows another product's row")
 		}
@@ -190,7 +207,10 @@ func TestOperatorReconciliation(t *testing.T) {
 		if a.Status != http.StatusSeeOther {
 			t.Fatalf("approve: %d\n%s", a.Status, visibleText(a.Body))
 		}
-		buyer.get(a.location()).expect(t, http.StatusOK, "The release was approved.")
+		approved := buyer.get(a.location()).expect(t, http.StatusOK, "The release was approved.", "Approved")
+		if strings.Contains(approved.Body, `name="release_id" value="`+rel[1]+`"`) {
+			t.Errorf("the approved release still offers Approve")
+		}
 		buyer.get("/app/accounts/"+acct+"/activity").
 			expect(t, http.StatusOK, "Release platform 1.4.0 approved", "Release platform 1.4.0 published")
 	})

@@ -63,9 +63,13 @@ type page struct {
 	// Error is a refusal of the whole form; Errors are per field.
 	Error  string
 	Errors map[string]string
-	// Reference is the trace id of a refusal, for support to find it in
-	// the logs.
+	// Reference is the trace id of a failure (5xx), shown for support to
+	// find it in the logs.
 	Reference string
+	// Trace is the trace id the API answered a refusal in: kept out of
+	// sight in the page (a data attribute), since a refusal in words
+	// needs no support reference.
+	Trace string
 	// Form echoes what the user typed, so a refused form keeps it.
 	Form map[string]string
 	// Account and Tab frame the per-account pages.
@@ -97,6 +101,17 @@ func newServer(d Deps) (*server, error) {
 				return ""
 			}
 			return *s
+		},
+		// or2 is "either is set" for a pointer and a flag.
+		"or2": func(a any, b bool) bool {
+			if b {
+				return true
+			}
+			switch v := a.(type) {
+			case *Enrolment:
+				return v != nil
+			}
+			return a != nil
 		},
 		"or": func(a, b string) string {
 			if a != "" {
@@ -138,7 +153,12 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	if p.Form == nil {
 		p.Form = map[string]string{}
 	}
-	if p.Error != "" && p.Reference == "" {
+	// A reference is for support to find a fault in the logs: only a
+	// 5xx has one; a refusal in words needs none.
+	switch {
+	case status < 500:
+		p.Reference = ""
+	case p.Error != "" && p.Reference == "":
 		p.Reference = httpx.TraceFrom(r.Context()).TraceID
 	}
 	var buf bytes.Buffer
@@ -208,7 +228,7 @@ func formFailure(p *page, err error) int {
 	if p.Errors == nil {
 		p.Errors = map[string]string{}
 	}
-	p.Reference = ae.TraceID
+	p.Reference, p.Trace = ae.TraceID, ae.TraceID
 	for field, rule := range ae.Fields {
 		p.Errors[field] = fieldWords(field, rule)
 	}
@@ -247,6 +267,12 @@ func fieldWords(field, rule string) string {
 		return "The last owner cannot be removed: make another member an owner first."
 	case "query:too_short", "query:required":
 		return "Type at least 2 characters."
+	case "new_password:too_short":
+		return "The new password must be at least 8 characters long."
+	case "new_password:too_long":
+		return "The new password must be at most 128 characters long."
+	case "current_password:required":
+		return "Enter your current password."
 	case "display_name:too_long":
 		return "The display name is too long."
 	}
@@ -271,7 +297,7 @@ func sentence(err error) string {
 	case "unauthorized", "unauthenticated":
 		return "Your session has ended. Please sign in again."
 	case "account_locked":
-		return "Too many failed sign-ins: this user is locked for a while. Please try again later."
+		return lockedWords(err)
 	case "personal_account":
 		return "A personal account cannot be deleted; only team accounts can."
 	case "forbidden":

@@ -149,7 +149,12 @@ func TestRefusalNamesTheTraceItTookAcrossThePlatform(t *testing.T) {
 	req.Header.Set("Traceparent", "00-"+trace+"-00f067aa0ba902b7-01")
 	// identity answers the 422 in the page's trace only if parlor and the
 	// gateway carried it there.
-	v.send(req).expect(t, http.StatusUnprocessableEntity, "at least 8 characters", "Reference "+trace)
+	// The refusal is in words, so it shows no reference; the trace is
+	// kept in the page's markup for support.
+	a := v.send(req).expect(t, http.StatusUnprocessableEntity, "at least 8 characters")
+	if !strings.Contains(a.Body, `data-trace="`+trace+`"`) || strings.Contains(visibleText(a.Body), "Reference") {
+		t.Errorf("the refusal does not carry the trace %s out of sight:\n%s", trace, a.Body)
+	}
 }
 
 func TestLockedUserToldToWait(t *testing.T) {

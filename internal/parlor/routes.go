@@ -27,6 +27,7 @@ func New(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(static)))
+	mux.Handle("GET /favicon.ico", favicon(static))
 
 	mux.HandleFunc("GET /{$}", s.landing)
 	mux.HandleFunc("GET /signup", s.signupForm)
@@ -53,6 +54,9 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("GET /app/settings", s.authed(s.settings))
 	mux.Handle("POST /app/settings/verification", s.authed(s.resendVerification))
 	mux.Handle("POST /app/settings/email", s.authed(s.changeEmail))
+	mux.Handle("POST /app/settings/password", s.authed(s.changePassword))
+	mux.Handle("POST /app/settings/sessions/others", s.authed(s.endOtherSessions))
+	mux.Handle("POST /app/settings/sessions/everywhere", s.authed(s.signOutEverywhere))
 	mux.Handle("POST /app/settings/applications/{client}/disconnect", s.authed(s.disconnectApp))
 	// Web Push (push.go)
 	mux.HandleFunc("GET /sw.js", s.serviceWorker)
@@ -65,6 +69,8 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("POST /app/accounts/{id}/rename", s.authed(s.renameAccount))
 	mux.Handle("POST /app/accounts/{id}/delete", s.authed(s.deleteAccount))
 	mux.Handle("POST /app/accounts/{id}/invitations", s.authed(s.invite))
+	mux.Handle("POST /app/accounts/{id}/invitations/{inv}/resend", s.authed(s.invitationAction(s.api.ResendInvitation, "resent")))
+	mux.Handle("POST /app/accounts/{id}/invitations/{inv}/revoke", s.authed(s.invitationAction(s.api.RevokeInvitation, "inv_gone")))
 	mux.Handle("POST /app/accounts/{id}/members/{user}/role", s.authed(s.changeRole))
 	mux.Handle("POST /app/accounts/{id}/members/{user}/remove", s.authed(s.removeMember))
 	mux.Handle("GET /app/accounts/{id}/entitlements", s.authed(s.entitlements))
@@ -97,6 +103,9 @@ func New(d Deps) (http.Handler, error) {
 	mux.HandleFunc("GET /oauth/signed-out", s.oauthSignedOut)
 
 	mux.Handle("GET /operator", s.staffOnly(s.operatorHome))
+	mux.Handle("GET /operator/{$}", s.staffOnly(func(w http.ResponseWriter, r *http.Request, _ *session) {
+		http.Redirect(w, r, "/operator", http.StatusMovedPermanently)
+	}))
 	mux.Handle("GET /operator/users", s.staffOnly(s.operatorUsers))
 	mux.Handle("GET /operator/accounts", s.staffOnly(s.operatorAccountLookup))
 	mux.Handle("GET /operator/accounts/{id}", s.staffOnly(s.operatorAccount))
@@ -142,5 +151,20 @@ func staticFiles(fsys fs.FS) http.Handler {
 		}
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		files.ServeHTTP(w, r)
+	})
+}
+
+// favicon answers the address browsers ask every site for with the
+// embedded SVG icon the pages also link.
+func favicon(fsys fs.FS) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := fs.ReadFile(fsys, "favicon.svg")
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		_, _ = w.Write(b)
 	})
 }

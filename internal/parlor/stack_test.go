@@ -197,6 +197,8 @@ type visitor struct {
 	t      *testing.T
 	base   string
 	cookie string
+	// others are the page's other cookies, kept as a browser keeps them.
+	others map[string]string
 	client *http.Client
 }
 
@@ -241,6 +243,9 @@ func (v *visitor) send(req *http.Request) answer {
 	if v.cookie != "" {
 		req.AddCookie(&http.Cookie{Name: parlor.CookieName, Value: v.cookie})
 	}
+	for name, value := range v.others {
+		req.AddCookie(&http.Cookie{Name: name, Value: value})
+	}
 	resp, err := v.client.Do(req)
 	if err != nil {
 		v.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
@@ -248,11 +253,19 @@ func (v *visitor) send(req *http.Request) answer {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	for _, c := range resp.Cookies() {
-		if c.Name == parlor.CookieName {
+		switch {
+		case c.Name == parlor.CookieName:
 			v.cookie = c.Value
 			if c.MaxAge < 0 {
 				v.cookie = ""
 			}
+		case c.MaxAge < 0:
+			delete(v.others, c.Name)
+		default:
+			if v.others == nil {
+				v.others = map[string]string{}
+			}
+			v.others[c.Name] = c.Value
 		}
 	}
 	return answer{Status: resp.StatusCode, Header: resp.Header, Body: string(body)}

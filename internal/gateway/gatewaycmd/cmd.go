@@ -252,8 +252,18 @@ func start(ctx context.Context, cfg Config, app *service.App) (http.Handler, err
 	logger.Info("gateway configured", "identity_url", cfg.IdentityURL, "box_url", cfg.BoxURL,
 		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "pantry_url", cfg.PantryURL, "parlor_url", cfg.ParlorURL, "billing_url", cfg.BillingURL,
 		"issuer", cfg.IdentityIssuer, "jwks_ttl_ms", cfg.JWKSTTL.Milliseconds(), "redis", cfg.RedisURL != "",
-		"browser_sessions", g.BrowserSessions(), "trusted_proxies", cfg.Trusted, "rate_limit_per_minute", cfg.RateLimit)
+		"auth_routes", authRoutesWords(g.BrowserSessions()), "trusted_proxies", cfg.Trusted, "rate_limit_per_minute", cfg.RateLimit)
 	return g, nil
+}
+
+// authRoutesWords says what the gateway's /auth/* routes do: a bare
+// false read like a fault, while without Redis they are simply off and
+// the web app signs in through identity as before.
+func authRoutesWords(on bool) string {
+	if on {
+		return "served: /auth/* keeps browser sessions in Redis"
+	}
+	return "off: /auth/* needs REDIS_URL; the web app's sign-in does not use them"
 }
 
 // redisLogger carries the Redis client's own log lines (connection pool

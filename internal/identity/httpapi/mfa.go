@@ -149,3 +149,23 @@ func (a *api) regenerateRecoveryCodes(w http.ResponseWriter, r *http.Request, p 
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusCreated, recoveryCodesBody{codes})
 }
+
+// mfaStatus answers the caller's two-factor state, so a page shows it
+// and offers only the next step.
+func (a *api) mfaStatus(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	st, err := a.svc.MFAStatus(r.Context(), p)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var at *time.Time
+	if st.EnabledAt != nil {
+		t := st.EnabledAt.UTC()
+		at = &t
+	}
+	httpx.WriteJSON(w, http.StatusOK, struct {
+		Enabled   bool       `json:"enabled"`
+		EnabledAt *time.Time `json:"enabled_at"`
+		Pending   bool       `json:"pending"`
+	}{st.Enabled, at, st.Pending})
+}

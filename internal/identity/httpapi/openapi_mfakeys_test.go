@@ -58,7 +58,22 @@ func exerciseMFAAndKeys(t *testing.T, c *openapitest.Client, env *identitytest.E
 		Secret        string   `json:"secret"`
 		RecoveryCodes []string `json:"recovery_codes"`
 	}
+	type mfaState struct {
+		Enabled   bool       `json:"enabled"`
+		EnabledAt *time.Time `json:"enabled_at"`
+		Pending   bool       `json:"pending"`
+	}
+	state := func(want mfaState) {
+		t.Helper()
+		var got mfaState
+		c.JSON("GET", "/v1/me/mfa", "", 200, &got, bearer(aTok))
+		if got.Enabled != want.Enabled || got.Pending != want.Pending || (got.EnabledAt != nil) != want.Enabled {
+			t.Errorf("GET /v1/me/mfa = %+v, want enabled %t, pending %t", got, want.Enabled, want.Pending)
+		}
+	}
+	state(mfaState{})
 	c.JSON("POST", "/v1/me/mfa/totp", `{`+pw+`}`, 201, &en, bearer(aTok))
+	state(mfaState{Pending: true})
 	for _, tc := range []struct {
 		path string
 		ok   int
@@ -76,6 +91,7 @@ func exerciseMFAAndKeys(t *testing.T, c *openapitest.Client, env *identitytest.E
 	c.Code("POST", "/v1/me/mfa/totp/confirm", `{"code":"000000x"}`, 401, "invalid_code", bearer(aTok))
 	c.Do("POST", "/v1/me/mfa/totp/confirm", `{"code":"`+totpCode(t, en.Secret, env.Clock.Now())+`"}`, 200, bearer(aTok))
 	env.Clock.Advance(30 * time.Second)
+	state(mfaState{Enabled: true})
 
 	// Sign-in with MFA.
 	var mr struct{ Challenge string }

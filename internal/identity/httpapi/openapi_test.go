@@ -308,6 +308,8 @@ func TestOpenAPIConformance(t *testing.T) {
 		// The caller's sessions and password.
 		c.Do("POST", "/v1/users", `{"email":"roamer@example.com",`+pw+`}`, 201)
 		roamA, roamB := login("roamer@example.com"), login("roamer@example.com")
+		c.Do("GET", "/v1/me/mfa", "", 200, openapitest.Bearer(roamA))
+		c.Code("GET", "/v1/me/mfa", "", 401, "unauthorized")
 		c.Do("GET", "/v1/me/sessions", "", 200, openapitest.Bearer(roamA))
 		c.Code("GET", "/v1/me/sessions", "", 401, "unauthorized")
 		c.Code("DELETE", "/v1/me/sessions", "", 403, "forbidden", openapitest.Header("Cookie", SessionCookie+"="+roamB), evil)
@@ -452,6 +454,7 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"POST", "/v1/me/email", `{"email":"moved@example.com","password":"correct horse battery"}`},
 		{"POST", "/v1/email/change/confirm", `{"token":"abc"}`},
 		{"POST", "/v1/session/mfa", `{"challenge":"abc","code":"123456"}`},
+		{"GET", "/v1/me/mfa", ""},
 		{"POST", "/v1/me/mfa/totp", `{"password":"correct horse battery"}`},
 		{"POST", "/v1/me/mfa/totp/confirm", `{"code":"123456"}`},
 		{"DELETE", "/v1/me/mfa/totp", `{"code":"123456"}`},

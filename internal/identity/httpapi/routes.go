@@ -114,6 +114,7 @@ func (a *api) routes(mux *http.ServeMux) {
 
 	// MFA and API keys (identity-lifecycle.md §4, §5).
 	mux.HandleFunc("POST /v1/session/mfa", a.loginMFA)
+	mux.Handle("GET /v1/me/mfa", a.authenticated(a.mfaStatus))
 	mux.Handle("POST /v1/me/mfa/totp", a.authenticated(a.enrolTOTP))
 	mux.Handle("POST /v1/me/mfa/totp/confirm", a.authenticated(a.confirmTOTP))
 	mux.Handle("DELETE /v1/me/mfa/totp", a.authenticated(a.disableTOTP))
