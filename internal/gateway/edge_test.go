@@ -159,6 +159,8 @@ func TestRoutesOfSection7(t *testing.T) {
 		{"POST", "/v1/exchange", true, "keyholder"},
 		{"DELETE", "/v1/credentials/c1", true, "keyholder"},
 		{"GET", "/v1/accounts/a1/pulls", false, "keyholder"},
+		{"GET", "/v1/accounts/a1/downloads/platform/1.2.0", false, "keyholder"},
+		{"GET", "/v1/accounts/a1/downloads/platform/1.2.0/files/a.tar.gz", false, "keyholder"},
 		{"GET", "/v2/", true, "keyholder"},
 		{"GET", "/v2/acme/app/blobs/sha256:abc", true, "keyholder"},
 		{"GET", "/", true, "parlor"},

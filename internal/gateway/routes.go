@@ -104,6 +104,9 @@ func Routes() []Route {
 	// asks no bearer for it.
 	add(newRoute("DELETE /v1/credentials/{username}", Keyholder, true))
 	add(subtree("/v1/accounts/{id}/pulls", Keyholder)...)
+	// A release's files, downloaded in a browser (licensing.md §4).
+	// Only the subtree: the root names nothing.
+	add(newRoute("/v1/accounts/{id}/downloads/", Keyholder, false))
 	// The operator console's read of any account's pulls; the rest of
 	// /v1/operator/accounts is identity's.
 	add(subtree("/v1/operator/accounts/{id}/pulls", Keyholder)...)

@@ -36,6 +36,9 @@ const (
 	CodeUnavailable       = "unavailable"        // 503
 	CodeInsufficientScope = "insufficient_scope" // 403: an API key without account:read
 	CodeForbidden         = "forbidden"          // 403: not staff, on the staff read
+	// A download box refused, with box's codes.
+	CodeEntitlementRequired = "entitlement_required" // 403
+	CodeVersionNotGranted   = "version_not_granted"  // 403
 )
 
 // DefaultCredentialTTL and MaxCredentialTTL bound how long an issued
@@ -123,7 +126,8 @@ type Issued struct {
 	Password string
 }
 
-// Pull is one manifest fetched by tag with a credential.
+// Pull is one delivery: a manifest fetched by tag with a credential, or
+// (CredentialID empty) one file of a release downloaded in a browser.
 type Pull struct {
 	ID           int64
 	CredentialID string
@@ -132,6 +136,8 @@ type Pull struct {
 	Tag          string
 	Digest       string
 	PulledAt     time.Time
+	// File is the downloaded file's name; empty for a credential's pull.
+	File string
 }
 
 // Store persists credentials and pulls.

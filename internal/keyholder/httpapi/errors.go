@@ -22,14 +22,16 @@ const (
 // box's refusals on with box's codes). A code missing here is answered as
 // internal.
 var statusOf = map[string]int{
-	keyholder.CodeUnauthenticated:   http.StatusUnauthorized,
-	keyholder.CodeNotFound:          http.StatusNotFound,
-	keyholder.CodeInsufficientScope: http.StatusForbidden,
-	keyholder.CodeForbidden:         http.StatusForbidden,
-	keyholder.CodeUnprocessable:     http.StatusUnprocessableEntity,
-	keyholder.CodeCapabilityUsed:    http.StatusGone,
-	keyholder.CodeCapabilityExpired: http.StatusGone,
-	keyholder.CodeUnavailable:       http.StatusServiceUnavailable,
+	keyholder.CodeUnauthenticated:     http.StatusUnauthorized,
+	keyholder.CodeNotFound:            http.StatusNotFound,
+	keyholder.CodeInsufficientScope:   http.StatusForbidden,
+	keyholder.CodeForbidden:           http.StatusForbidden,
+	keyholder.CodeEntitlementRequired: http.StatusForbidden,
+	keyholder.CodeVersionNotGranted:   http.StatusForbidden,
+	keyholder.CodeUnprocessable:       http.StatusUnprocessableEntity,
+	keyholder.CodeCapabilityUsed:      http.StatusGone,
+	keyholder.CodeCapabilityExpired:   http.StatusGone,
+	keyholder.CodeUnavailable:         http.StatusServiceUnavailable,
 }
 
 // errorsOf is keyholder's error writer under /v1: the kit's, in box's

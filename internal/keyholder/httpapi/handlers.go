@@ -66,9 +66,12 @@ func (h *handlers) deleteCredential(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// pullJSON is one pull: credential is null and file names the file for a
+// download in a browser.
 type pullJSON struct {
 	ID         int64     `json:"id"`
-	Credential string    `json:"credential"`
+	Credential *string   `json:"credential"`
+	File       *string   `json:"file"`
 	Repository string    `json:"repository"`
 	Tag        string    `json:"tag"`
 	Digest     string    `json:"digest"`
@@ -106,8 +109,14 @@ func (h *handlers) answerPulls(w http.ResponseWriter, r *http.Request, pulls []k
 	}
 	out := make([]pullJSON, len(pulls))
 	for i, p := range pulls {
-		out[i] = pullJSON{ID: p.ID, Credential: keyholder.UsernamePrefix + p.CredentialID, Repository: p.Repository,
-			Tag: p.Tag, Digest: p.Digest, PulledAt: p.PulledAt}
+		out[i] = pullJSON{ID: p.ID, Repository: p.Repository, Tag: p.Tag, Digest: p.Digest, PulledAt: p.PulledAt}
+		if p.CredentialID != "" {
+			cred := keyholder.UsernamePrefix + p.CredentialID
+			out[i].Credential = &cred
+		}
+		if p.File != "" {
+			out[i].File = &p.File
+		}
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusOK, struct {

@@ -21,6 +21,8 @@ func TestOpenAPITraffic(t *testing.T) {
 	client := &http.Client{Transport: openapitest.Transport(t, httpapi.OpenAPI(), http.DefaultTransport)}
 	c, cred := p.Entitled("doc@example.com", "kit", "")
 	capability := p.Capability(c, "kit", "")
+	p.PushFiles("kit", "1.0.0", map[string][]byte{"kit.tar.gz": []byte("kit")})
+	dl := "/v1/accounts/" + c.AccountID + "/downloads/kit/1.0.0"
 	for _, r := range []struct {
 		method, path, body, user, pass, token string
 	}{
@@ -37,6 +39,13 @@ func TestOpenAPITraffic(t *testing.T) {
 		{"GET", "/v1/operator/accounts/not-a-uuid/pulls", "", "", "", p.StaffToken},
 		{"DELETE", "/v1/credentials/" + cred.Username, "", cred.Username, "wrong", ""},
 		{"DELETE", "/v1/credentials/" + cred.Username, "", cred.Username, cred.Password, ""},
+		{"GET", dl, "", "", "", c.Token},
+		{"GET", dl, "", "", "", ""},
+		{"GET", dl + "/files/kit.tar.gz", "", "", "", c.Token},
+		{"GET", dl + "/files/other.tar.gz", "", "", "", c.Token},
+		{"GET", "/v1/accounts/" + c.AccountID + "/downloads/kit/2.0.0", "", "", "", c.Token},
+		{"GET", "/v1/accounts/" + c.AccountID + "/downloads/courier/1.0.0", "", "", "", c.Token},
+		{"GET", "/v1/accounts/" + c.AccountID + "/pulls", "", "", "", c.Token},
 		{"GET", "/v1/exchange", "", "", "", ""},
 		{"GET", "/nowhere", "", "", "", ""},
 	} {

@@ -1,5 +1,5 @@
 // Package httpapi is keyholder's HTTP surface: the exchange, the credential
-// deletion and the pull record under /v1 (box's error envelope), the
+// deletion, the pull record and the browser downloads under /v1 (box's error envelope), the
 // registry front under /v2 (OCI error bodies), the probes and the OpenAPI
 // document.
 package httpapi
@@ -29,6 +29,10 @@ type Deps struct {
 	// Identity resolves a caller's bearer token to a member of an account
 	// or to staff (NewIdentity); nil answers those routes unavailable.
 	Identity Identity
+	// Box checks a download with box and Files reads releases from the
+	// registry; either nil answers the download routes unavailable.
+	Box   DownloadBox
+	Files Files
 	// Ready answers /readyz.
 	Ready  func(context.Context) httpx.Readiness
 	Logger *slog.Logger
@@ -50,6 +54,9 @@ func NewServer(d Deps) http.Handler {
 		mux.HandleFunc("DELETE /v1/credentials/{username}", h.deleteCredential)
 		mux.HandleFunc("GET /v1/accounts/{account_id}/pulls", h.pulls)
 		mux.HandleFunc("GET /v1/operator/accounts/{account_id}/pulls", h.staffPulls)
+		dl := &downloads{svc: d.Service, box: d.Box, files: d.Files, logger: d.Logger}
+		mux.HandleFunc("GET /v1/accounts/{account_id}/downloads/{repository}/{version}", dl.list)
+		mux.HandleFunc("GET /v1/accounts/{account_id}/downloads/{repository}/{version}/files/{filename}", dl.file)
 		// The front takes every method (writes get the OCI DENIED) and every
 		// /v2 path, unclean ones included: it parses the escaped path itself.
 		mux.Handle("/v2/", d.Front)

@@ -31,7 +31,10 @@ var Command = service.Command[Config, *Config]{
 	Usage: `  publish --repository R --version X.Y.Z DIR_OR_TARBALL
              push an OCI layout directory or an image tarball to
              KEYHOLDER_REGISTRY_URL and publish the release at BOX_URL
-             with the staff token in PLATFORM_TOKEN`,
+             with the staff token in PLATFORM_TOKEN
+  publish --repository R --version X.Y.Z --files FILE...
+             the same with files customers download in a browser (an
+             ORAS artifact, one titled layer per file)`,
 }
 
 // Serve runs keyholder on ln until ctx is done (service.Serve). Readiness
@@ -62,7 +65,8 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 			app.OnStop(upstream.Close)
 			app.Ready.Add(service.Check{Name: "box", Check: box.Ready})
 			app.Ready.Add(service.Check{Name: "registry", Check: upstream.Ready})
-			deps = httpapi.Deps{Logger: logger, Ready: app.Ready.Probe, Waiting: true, Realm: cfg.PublicHost, Identity: identity}
+			deps = httpapi.Deps{Logger: logger, Ready: app.Ready.Probe, Waiting: true, Realm: cfg.PublicHost, Identity: identity,
+				Box: box, Files: upstream}
 			return httpapi.NewServer(deps), nil
 		},
 		Open: func(_ context.Context, app *service.App) (http.Handler, error) {

@@ -35,10 +35,14 @@ func runPublish(ctx context.Context, args []string, env cli.Env) error {
 	repo := flags.String("repository", "", "the product: kit, platform, identity or courier")
 	version := flags.String("version", "", "the release version, X.Y.Z")
 	notes := flags.String("notes", "", "release notes for box (optional)")
+	files := flags.Bool("files", false, "push the arguments as a release's downloadable files (an ORAS artifact)")
 	if err := cli.Parse(flags, args); err != nil {
 		return err
 	}
-	if flags.NArg() != 1 {
+	if *files && flags.NArg() == 0 {
+		return cli.Usagef("keyholder publish: --files wants at least one FILE (`platform keyholder help` shows the usage)")
+	}
+	if !*files && flags.NArg() != 1 {
 		return cli.Usagef("keyholder publish: want exactly one DIR_OR_TARBALL (`platform keyholder help` shows the usage)")
 	}
 	if !products.Valid(*repo) {
@@ -55,11 +59,17 @@ func runPublish(ctx context.Context, args []string, env cli.Env) error {
 		// Token is a staff token: box publishes the release on its authority.
 		Token string `env:"PLATFORM_TOKEN, required"`
 	}
-	if err := config.Load(ctx, env.Getenv, &cfg); err != nil {
+	err := config.Load(ctx, env.Getenv, &cfg)
+	if err != nil {
 		return err
 	}
 	registryURL, boxURL, token := strings.TrimRight(cfg.RegistryURL, "/"), strings.TrimRight(cfg.BoxURL, "/"), cfg.Token
-	digest, err := Push(ctx, registryURL, cfg.RegistryUsername, cfg.RegistryPassword, *repo, *version, flags.Arg(0))
+	var digest string
+	if *files {
+		digest, err = PushFiles(ctx, registryURL, cfg.RegistryUsername, cfg.RegistryPassword, *repo, *version, flags.Args())
+	} else {
+		digest, err = Push(ctx, registryURL, cfg.RegistryUsername, cfg.RegistryPassword, *repo, *version, flags.Arg(0))
+	}
 	if err != nil {
 		return err
 	}

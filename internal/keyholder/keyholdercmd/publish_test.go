@@ -3,7 +3,9 @@ package keyholdercmd_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,6 +85,82 @@ func TestPublishThenPull(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s through keyholder: got %s (%v), want %s", tc.tag, got, err, tc.want)
 		}
+	}
+}
+
+// TestPublishFiles: publish --files pushes the files as an ORAS artifact
+// and publishes the release; an entitled member downloads each file
+// byte-identical through keyholder.
+func TestPublishFiles(t *testing.T) {
+	p := keyholdertest.Start(t, sqldb.SQLite, keyholdertest.Options{})
+	dir := t.TempDir()
+	files := map[string][]byte{"platform-linux-amd64.tar.gz": bytes.Repeat([]byte{0x1f, 0x8b, 7}, 40000), "SHA256SUMS": []byte("sums\n")}
+	var paths []string
+	for n, b := range files {
+		path := filepath.Join(dir, n)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	env := map[string]string{"KEYHOLDER_REGISTRY_URL": p.RegistryURL, "BOX_URL": p.BoxURL, "PLATFORM_TOKEN": p.StaffToken}
+	var out bytes.Buffer
+	args := append([]string{"publish", "--repository", "platform", "--version", "1.4.0", "--notes", "Files.", "--files"}, paths...)
+	if err := keyholdercmd.Command.Run(context.Background(), args, cli.Env{Getenv: envOf(env), Stdout: &out, Stderr: &out}); err != nil ||
+		!strings.Contains(out.String(), "published release platform 1.4.0") {
+		t.Fatalf("publish --files: %v\n%s", err, out.String())
+	}
+	c := p.NewCustomer("downloader@example.com")
+	p.Grant(c, "platform", "^1.4.0")
+	for n, want := range files {
+		req, _ := http.NewRequest("GET", p.KeyholderURL+"/v1/accounts/"+c.AccountID+"/downloads/platform/1.4.0/files/"+n, nil)
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(got, want) {
+			t.Errorf("download %s = %d, %d bytes; want 200 and the %d bytes published", n, resp.StatusCode, len(got), len(want))
+		}
+	}
+}
+
+func TestPublishFilesRefuses(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(a, []byte("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	twin := filepath.Join(sub, "a.txt")
+	if err := os.WriteFile(twin, []byte("b"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"PLATFORM_TOKEN": "t", "KEYHOLDER_REGISTRY_URL": "http://127.0.0.1:1"}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"NoFile", nil, "--files wants at least one FILE"},
+		{"Directory", []string{sub}, "not a regular file"},
+		{"SameName", []string{a, twin}, `two files named "a.txt"`},
+		{"Missing", []string{filepath.Join(dir, "nope")}, "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			args := append([]string{"publish", "--repository", "kit", "--version", "1.0.0", "--files"}, tt.args...)
+			err := keyholdercmd.Command.Run(context.Background(), args, cli.Env{Getenv: envOf(env), Stdout: &out, Stderr: &out})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
 	}
 }
 

@@ -14,9 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +26,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -55,7 +58,7 @@ type Platform struct {
 	StaffToken  string
 	Logs        *logtest.Buffer
 
-	registry *embedregistry.Registry
+	stopRegistry func()
 }
 
 // Options changes how Start builds the platform.
@@ -71,6 +74,10 @@ type Options struct {
 	BoxEnv map[string]string
 	// IdentityEnv adds identity variables (its mail relay, for one).
 	IdentityEnv map[string]string
+	// ReferrersAPI makes the upstream a registry with OCI Distribution
+	// 1.1's referrers API (go-containerregistry's, in memory) instead of
+	// Distribution, which has none (clients use the tag schema there).
+	ReferrersAPI bool
 }
 
 func listen(t testing.TB) net.Listener {
@@ -141,14 +148,21 @@ func Start(t testing.TB, engine sqldb.Engine, opts Options) *Platform {
 	serve("box", func() error { return boxcmd.Serve(ctx, boxCfg, logger.With("service", "box"), boxLn) })
 
 	// the upstream registry
-	reg, err := embedregistry.Start(ctx, listen(t), filepath.Join(dir, "registry"), logger.With("service", "registry"))
-	if err != nil {
-		t.Fatalf("registry: %v", err)
+	if opts.ReferrersAPI {
+		srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)),
+			ggcrregistry.WithReferrersSupport(true)))
+		p.stopRegistry = srv.Close
+		p.RegistryURL = srv.URL
+	} else {
+		reg, err := embedregistry.Start(ctx, listen(t), filepath.Join(dir, "registry"), logger.With("service", "registry"))
+		if err != nil {
+			t.Fatalf("registry: %v", err)
+		}
+		p.stopRegistry = func() { _ = reg.Stop() }
+		p.RegistryURL = reg.URL
 	}
-	p.registry = reg
-	p.RegistryURL = reg.URL
-	p.RegistryHost = strings.TrimPrefix(reg.URL, "http://")
-	t.Cleanup(func() { _ = reg.Stop() })
+	p.RegistryHost = strings.TrimPrefix(p.RegistryURL, "http://")
+	t.Cleanup(p.stopRegistry)
 
 	// keyholder
 	p.KeyholderDB = sqltest.URL(t, engine)
@@ -187,7 +201,7 @@ func Start(t testing.TB, engine sqldb.Engine, opts Options) *Platform {
 }
 
 // Stop is the registry's own stop, for a test that takes it down.
-func (p *Platform) StopRegistry() { _ = p.registry.Stop() }
+func (p *Platform) StopRegistry() { p.stopRegistry() }
 
 // Call sends one JSON request and decodes a JSON answer into out (when
 // non-nil). It returns the status and the raw body.

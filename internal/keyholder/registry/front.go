@@ -163,6 +163,8 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.manifest(w, r, route, cred, rng)
 	case kindBlob:
 		f.blob(w, r, route, rng)
+	case kindReferrers:
+		f.referrers(w, r, route, rng)
 	}
 }
 
@@ -239,27 +241,28 @@ func (f *Front) tags(w http.ResponseWriter, r *http.Request, route Route, rng se
 	}{route.Name, tags})
 }
 
-// manifest serves a manifest by an in-range tag or a digest reachable
-// from one. A GET is a pull, counted before it is served: by tag, or by
+// manifest serves a manifest by an in-range tag, a digest reachable from
+// one, or the referrers fallback tag (sha256-<hex>) of such a digest. A GET is a pull, counted before it is served: by tag, or by
 // the digest a tag names itself (how containerd and oras pull: HEAD the
 // tag, then GET its digest), under that tag. A HEAD delivers nothing and
 // counts nothing, nor does a GET of an index's child.
 func (f *Front) manifest(w http.ResponseWriter, r *http.Request, route Route, cred keyholder.Credential, rng semver.Range) {
 	pulled := ""
-	if !IsDigest(route.Reference) {
+	if subject, ok := FallbackSubject(route.Reference); ok {
+		// The referrers tag schema's index of a readable subject: no
+		// version, no pull.
+		if _, ok := f.readable(w, r, route.Name, rng, subject, false); !ok {
+			return
+		}
+	} else if !IsDigest(route.Reference) {
 		if !tagAllowed(route.Reference, rng) {
 			f.fail(w, r, http.StatusNotFound, codeManifestUnknown, "manifest unknown")
 			return
 		}
 		pulled = route.Reference
 	} else {
-		set, ok, err := f.reach.find(r.Context(), route.Name, rng, route.Reference, false)
-		if err != nil && !errors.Is(err, errNotFound) {
-			f.upstreamFailed(w, r, err, codeManifestUnknown)
-			return
-		}
+		set, ok := f.readable(w, r, route.Name, rng, route.Reference, false)
 		if !ok {
-			f.fail(w, r, http.StatusNotFound, codeManifestUnknown, "manifest unknown")
 			return
 		}
 		pulled = set.tagOf(route.Reference)
@@ -303,14 +306,28 @@ func (f *Front) manifest(w http.ResponseWriter, r *http.Request, route Route, cr
 	_, _ = w.Write(body)
 }
 
-func (f *Front) blob(w http.ResponseWriter, r *http.Request, route Route, rng semver.Range) {
-	ok, err := f.reach.reachable(r.Context(), route.Name, rng, route.Reference, true)
+// readable reports whether dgst (a manifest, or a blob when blob) hangs
+// off one of repo's tags inside rng, with the set that says so; when it
+// does not, or the upstream fails, it has answered the request.
+func (f *Front) readable(w http.ResponseWriter, r *http.Request, repo string, rng semver.Range, dgst string, blob bool) (*reachSet, bool) {
+	code, message := codeManifestUnknown, "manifest unknown"
+	if blob {
+		code, message = codeBlobUnknown, "blob unknown to registry"
+	}
+	set, ok, err := f.reach.find(r.Context(), repo, rng, dgst, blob)
 	if err != nil && !errors.Is(err, errNotFound) {
-		f.upstreamFailed(w, r, err, codeBlobUnknown)
-		return
+		f.upstreamFailed(w, r, err, code)
+		return nil, false
 	}
 	if !ok {
-		f.fail(w, r, http.StatusNotFound, codeBlobUnknown, "blob unknown to registry")
+		f.fail(w, r, http.StatusNotFound, code, message)
+		return nil, false
+	}
+	return set, true
+}
+
+func (f *Front) blob(w http.ResponseWriter, r *http.Request, route Route, rng semver.Range) {
+	if _, ok := f.readable(w, r, route.Name, rng, route.Reference, true); !ok {
 		return
 	}
 	header := http.Header{}

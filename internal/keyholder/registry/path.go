@@ -16,13 +16,15 @@ const (
 	kindTags     = "tags"
 	kindManifest = "manifest"
 	kindBlob     = "blob"
+	// kindReferrers is OCI Distribution 1.1's referrers list of a digest.
+	kindReferrers = "referrers"
 )
 
 // Route is one parsed /v2 path.
 type Route struct {
 	Kind      string
 	Name      string // repository name
-	Reference string // tag or digest (manifests), digest (blobs)
+	Reference string // tag or digest (manifests), digest (blobs, referrers)
 	// Refused, when set, is why the reference names nothing: RefInvalid
 	// (not a digest keyholder can read: 400 DIGEST_INVALID) or
 	// RefUnknown (a well-formed sha512 digest, which nothing keyholder
@@ -63,7 +65,7 @@ var (
 )
 
 // ParsePath parses the escaped path of a /v2 request. ok is false for
-// anything that is not exactly one of the four read routes with a valid
+// anything that is not exactly one of the five read routes with a valid
 // repository name: dot segments, empty segments, percent-encoding (an
 // encoded slash included) and upper-case names never parse.
 func ParsePath(escaped string) (Route, bool) {
@@ -92,6 +94,9 @@ func ParsePath(escaped string) (Route, bool) {
 	case n >= 3 && segs[n-2] == "blobs" && segs[n-1] != "uploads" && segs[n-1] != "":
 		r.Kind, r.Reference, nameSegs = kindBlob, segs[n-1], segs[:n-2]
 		r.Refused = refusal(r.Reference, true)
+	case n >= 3 && segs[n-2] == "referrers" && segs[n-1] != "":
+		r.Kind, r.Reference, nameSegs = kindReferrers, segs[n-1], segs[:n-2]
+		r.Refused = refusal(r.Reference, true)
 	default:
 		return Route{}, false
 	}
@@ -109,6 +114,21 @@ func ParsePath(escaped string) (Route, bool) {
 	}
 	return r, true
 }
+
+// fallbackTag is the referrers tag schema's tag of a subject: sha256-<hex>.
+var fallbackTag = regexp.MustCompile(`^sha256-[a-f0-9]{64}$`)
+
+// FallbackSubject returns the digest whose referrers the tag lists under
+// the referrers tag schema (sha256-<hex>); ok is false for any other tag.
+func FallbackSubject(tag string) (string, bool) {
+	if !fallbackTag.MatchString(tag) {
+		return "", false
+	}
+	return "sha256:" + tag[len("sha256-"):], true
+}
+
+// FallbackTagOf is the referrers tag schema's tag of the digest dgst.
+func FallbackTagOf(dgst string) string { return strings.Replace(dgst, ":", "-", 1) }
 
 // IsDigest reports whether ref is a sha256 digest (else it is a tag).
 func IsDigest(ref string) bool { return sha256Digest.MatchString(ref) }

@@ -22,6 +22,10 @@ func TestParsePath(t *testing.T) {
 		{"ManifestByTag", "/v2/platform/manifests/1.2.3", true, "manifest", "platform", "1.2.3", ""},
 		{"ManifestByDigest", "/v2/platform/manifests/" + digest, true, "manifest", "platform", digest, ""},
 		{"Blob", "/v2/platform/blobs/" + digest, true, "blob", "platform", digest, ""},
+		{"Referrers", "/v2/platform/referrers/" + digest, true, "referrers", "platform", digest, ""},
+		{"ReferrersMalformed", "/v2/platform/referrers/sha256:abc", true, "referrers", "platform", "", registry.RefInvalid},
+		{"ReferrersByTag", "/v2/platform/referrers/1.2.3", true, "referrers", "platform", "", registry.RefInvalid},
+		{"ReferrersEmpty", "/v2/platform/referrers/", false, "", "", "", ""},
 		{"NestedName", "/v2/team/platform/tags/list", true, "tags", "team/platform", "", ""},
 		{"DotDot", "/v2/platform/../kit/tags/list", false, "", "", "", ""},
 		{"Dot", "/v2/./platform/tags/list", false, "", "", "", ""},
@@ -77,11 +81,33 @@ func FuzzParsePath(f *testing.F) {
 		if r.Refused != "" && r.Reference != "" {
 			t.Fatalf("%q: refused %q with reference %q", path, r.Refused, r.Reference)
 		}
-		if r.Kind == "blob" && r.Refused == "" && !registry.IsDigest(r.Reference) {
+		if (r.Kind == "blob" || r.Kind == "referrers") && r.Refused == "" && !registry.IsDigest(r.Reference) {
 			t.Fatalf("%q: blob by non-digest %q", path, r.Reference)
 		}
 		if strings.Contains(r.Reference, ":") && !registry.IsDigest(r.Reference) {
 			t.Fatalf("%q: digest other than sha256 %q", path, r.Reference)
 		}
 	})
+}
+
+func TestFallbackSubject(t *testing.T) {
+	hexPart := strings.TrimPrefix(digest, "sha256:")
+	tests := []struct {
+		tag, want string
+		ok        bool
+	}{
+		{"sha256-" + hexPart, digest, true},
+		{"sha256-" + strings.ToUpper(hexPart), "", false},
+		{"sha256-" + hexPart + ".sig", "", false},
+		{"sha256-abc", "", false},
+		{"1.2.3", "", false},
+	}
+	for _, tt := range tests {
+		if got, ok := registry.FallbackSubject(tt.tag); got != tt.want || ok != tt.ok {
+			t.Errorf("FallbackSubject(%q) = %q, %v; want %q, %v", tt.tag, got, ok, tt.want, tt.ok)
+		}
+	}
+	if got := registry.FallbackTagOf(digest); got != "sha256-"+hexPart {
+		t.Errorf("FallbackTagOf = %q", got)
+	}
 }

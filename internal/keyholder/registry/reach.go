@@ -224,7 +224,7 @@ func (c *reachCache) clearCompleted() {
 }
 
 // resolve lists repo's tags inside rng and collects every digest their
-// manifests reach. A tag or a child manifest the upstream no longer has
+// manifests reach, and their referrers'. A tag or a child manifest the upstream no longer has
 // is skipped (an index may name platforms that were never pushed); any
 // other failure fails the resolution.
 func (c *reachCache) resolve(ctx context.Context, repo string, rng semver.Range) (*reachSet, error) {
@@ -255,7 +255,9 @@ func (c *reachCache) resolve(ctx context.Context, repo string, rng semver.Range)
 				return
 			}
 			t := &reachSet{digests: map[[32]byte]reachKind{}}
-			errs[i] = c.upstream.walk(ctx, repo, root, t, 0)
+			if errs[i] = c.upstream.walk(ctx, repo, root, t, 0); errs[i] == nil {
+				errs[i] = c.upstream.walkReferrers(ctx, repo, t)
+			}
 			trees[i], roots[i] = t, root
 		}()
 	}

@@ -53,6 +53,8 @@ type Upstream struct {
 
 	mu    sync.Mutex
 	nodes map[string]node
+
+	refOff referrersAPIOff
 }
 
 // node is what one manifest references: child manifests (an index) and
@@ -60,6 +62,11 @@ type Upstream struct {
 type node struct {
 	manifests []string
 	blobs     []string
+	// subject is the manifest this one refers to (a signature's image),
+	// "" when it is no referrer; artifactType is what the referrers list
+	// reports for it (its artifactType, else its config's media type).
+	subject      string
+	artifactType string
 }
 
 // errUpstream is any upstream answer the front cannot pass on: an error
@@ -238,21 +245,31 @@ func (u *Upstream) remember(repo, dgst string, n node) {
 
 // parseNode reads the references of an image manifest, an index or an
 // artifact manifest. A subject is not followed: a referrer does not make
-// what it refers to readable, and the other way round.
+// what it refers to readable (the reach cache follows referrers of what
+// is readable, the other way round).
 func parseNode(body []byte) (node, error) {
 	type desc struct {
-		Digest string `json:"digest"`
+		Digest    string `json:"digest"`
+		MediaType string `json:"mediaType"`
 	}
 	var m struct {
-		Manifests []desc `json:"manifests"`
-		Config    *desc  `json:"config"`
-		Layers    []desc `json:"layers"`
-		Blobs     []desc `json:"blobs"`
+		Manifests    []desc `json:"manifests"`
+		Config       *desc  `json:"config"`
+		Layers       []desc `json:"layers"`
+		Blobs        []desc `json:"blobs"`
+		Subject      *desc  `json:"subject"`
+		ArtifactType string `json:"artifactType"`
 	}
 	if err := json.Unmarshal(body, &m); err != nil {
 		return node{}, fmt.Errorf("%w: manifest: %v", errUpstream, err)
 	}
-	var n node
+	n := node{artifactType: m.ArtifactType}
+	if m.Subject != nil {
+		n.subject = m.Subject.Digest
+	}
+	if n.artifactType == "" && m.Config != nil {
+		n.artifactType = m.Config.MediaType
+	}
 	for _, d := range m.Manifests {
 		n.manifests = append(n.manifests, d.Digest)
 	}

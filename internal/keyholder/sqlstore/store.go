@@ -1,8 +1,9 @@
 // Package sqlstore is keyholder's persistence on PostgreSQL and SQLite,
 // written once for both engines through sqldb. The schema carries the
 // invariants: a credential's grant never changes and it is revoked at most
-// once (a trigger), and the pull record is append-only (triggers) and keeps
-// the credentials it names (a restricting foreign key).
+// once (a trigger), and the pull record is append-only (triggers), keeps the
+// credentials it names (a restricting foreign key) and names exactly one
+// of a credential and a downloaded file (a check).
 package sqlstore
 
 import (
@@ -72,15 +73,15 @@ func (s *Store) RevokeCredential(ctx context.Context, id string) error {
 // RecordPull implements keyholder.Store.
 func (s *Store) RecordPull(ctx context.Context, p keyholder.Pull) error {
 	_, err := s.db.Write(ctx,
-		`INSERT INTO pulls (credential_id, account_id, repository, tag, digest, pulled_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		p.CredentialID, p.AccountID, p.Repository, p.Tag, p.Digest, sqldb.Timestamp(p.PulledAt))
+		`INSERT INTO pulls (credential_id, account_id, repository, tag, digest, pulled_at, file) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		nullString(p.CredentialID), p.AccountID, p.Repository, p.Tag, p.Digest, sqldb.Timestamp(p.PulledAt), nullString(p.File))
 	return err
 }
 
 // Pulls implements keyholder.Store.
 func (s *Store) Pulls(ctx context.Context, accountID string, limit int) ([]keyholder.Pull, error) {
 	rows, err := s.db.Query(ctx,
-		`SELECT id, credential_id, account_id, repository, tag, digest, pulled_at FROM pulls
+		`SELECT id, credential_id, account_id, repository, tag, digest, pulled_at, file FROM pulls
 		 WHERE account_id = $1 ORDER BY id DESC LIMIT $2`, accountID, limit)
 	if err != nil {
 		return nil, err
@@ -89,10 +90,20 @@ func (s *Store) Pulls(ctx context.Context, accountID string, limit int) ([]keyho
 	out := []keyholder.Pull{}
 	for rows.Next() {
 		var p keyholder.Pull
-		if err := rows.Scan(&p.ID, &p.CredentialID, &p.AccountID, &p.Repository, &p.Tag, &p.Digest, (*sqldb.TimeValue)(&p.PulledAt)); err != nil {
+		var cred, file sql.NullString
+		if err := rows.Scan(&p.ID, &cred, &p.AccountID, &p.Repository, &p.Tag, &p.Digest, (*sqldb.TimeValue)(&p.PulledAt), &file); err != nil {
 			return nil, err
 		}
+		p.CredentialID, p.File = cred.String, file.String
 		out = append(out, p)
 	}
 	return out, rows.Err()
+}
+
+// nullString stores "" as NULL.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

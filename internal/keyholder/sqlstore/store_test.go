@@ -94,6 +94,9 @@ func TestSchemaRefuses(t *testing.T) {
 			{"EditPull", `UPDATE pulls SET tag = '9.9.9'`},
 			{"DeletePull", `DELETE FROM pulls`},
 			{"PullWithoutCredential", `INSERT INTO pulls (credential_id, account_id, repository, tag, digest, pulled_at) SELECT '` + uuid.NewString() + `', account_id, repository, tag, digest, pulled_at FROM pulls`},
+			{"PullOfNothing", `INSERT INTO pulls (credential_id, account_id, repository, tag, digest, pulled_at) SELECT NULL, account_id, repository, tag, digest, pulled_at FROM pulls`},
+			{"PullOfCredentialAndFile", `INSERT INTO pulls (credential_id, account_id, repository, tag, digest, pulled_at, file) SELECT credential_id, account_id, repository, tag, digest, pulled_at, 'a.tgz' FROM pulls`},
+			{"PullOfEmptyFile", `INSERT INTO pulls (credential_id, account_id, repository, tag, digest, pulled_at, file) SELECT NULL, account_id, repository, tag, digest, pulled_at, '' FROM pulls`},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -158,6 +161,31 @@ func TestPullsNewestFirstPerAccount(t *testing.T) {
 		other, err := s.Pulls(ctx, "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb", 10)
 		if err != nil || len(other) != 0 {
 			t.Errorf("another account's pulls: got %v (%v), want none", other, err)
+		}
+	})
+}
+
+// TestFileDownloadPull: a browser download is recorded without a
+// credential, naming its file, and read back beside the credentials'.
+func TestFileDownloadPull(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		_, s := open(t, engine)
+		ctx := context.Background()
+		c := newCredential(t, s, digestOf(7))
+		for _, p := range []keyholder.Pull{
+			{CredentialID: c.ID, AccountID: account, Repository: "platform", Tag: "1.2.3", Digest: "sha256:" + digestOf(8), PulledAt: s.Now()},
+			{AccountID: account, Repository: "platform", Tag: "1.2.3", Digest: "sha256:" + digestOf(9), PulledAt: s.Now(), File: "platform-linux-amd64.tar.gz"},
+		} {
+			if err := s.RecordPull(ctx, p); err != nil {
+				t.Fatalf("RecordPull(%+v): %v", p, err)
+			}
+		}
+		got, err := s.Pulls(ctx, account, 10)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("Pulls = %+v, %v; want two", got, err)
+		}
+		if got[0].CredentialID != "" || got[0].File != "platform-linux-amd64.tar.gz" || got[1].CredentialID != c.ID || got[1].File != "" {
+			t.Errorf("Pulls = %+v; want the download (no credential, its file) then the credential's pull", got)
 		}
 	})
 }
