@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/platformco/platform/internal/billing/billingcmd"
 	"os"
 	"reflect"
 	"regexp"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/platformco/platform/internal/billing/billingcmd"
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/courier/couriercmd"
 	"github.com/platformco/platform/internal/events/eventscmd"

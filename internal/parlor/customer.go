@@ -122,20 +122,6 @@ func (s *server) renderAccount(w http.ResponseWriter, r *http.Request, sess *ses
 	s.render(w, r, status, "account", p)
 }
 
-// origin is this site's origin as the browser sees it. A browser names it
-// in the Origin header of every form it posts; the Host header is the
-// fallback for the rest.
-func origin(r *http.Request) string {
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		return o
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
-}
-
 func (s *server) renameAccount(w http.ResponseWriter, r *http.Request, sess *session) {
 	name := strings.TrimSpace(r.PostFormValue("name"))
 	id := r.PathValue("id")

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -159,7 +158,7 @@ func (e *env) withBox(boxURL string) {
 	svc := billing.NewService(e.store, e.ident, e.proc, "http://web.example")
 	bc := boxclient.New(boxURL, 2*time.Second, e.logger)
 	e.t.Cleanup(bc.Close)
-	var handler http.Handler = httpapi.NewServer(httpapi.Deps{Service: svc, Webhooks: billing.NewWebhooks(e.store),
+	handler := httpapi.NewServer(httpapi.Deps{Service: svc, Webhooks: billing.NewWebhooks(e.store),
 		Inbox: billing.NewInbox(e.store, bc, svc), WebhookSecret: webhookSecret, DevCheckout: e.proc.Handler(), Logger: e.logger,
 		Ready: func(context.Context) httpx.Readiness {
 			return httpx.Readiness{Ready: true, Body: map[string]any{"status": "ok", "checks": map[string]string{"database": "ok"}}}
@@ -251,10 +250,4 @@ func (e *env) seed() map[string]billing.Plan {
 		out[p.Name] = p
 	}
 	return out
-}
-
-func jsonBody(v any) string {
-	var b bytes.Buffer
-	_ = json.NewEncoder(&b).Encode(v)
-	return b.String()
 }

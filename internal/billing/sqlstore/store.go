@@ -30,12 +30,6 @@ func New(db *sqldb.DB) *Store { return &Store{db: db} }
 // DB is the store's database.
 func (s *Store) DB() *sqldb.DB { return s.db }
 
-type querier interface {
-	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
-	Query(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRow(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 func notFound() error { return billing.NotFound() }
 
 // null is nil for an empty string, so an absent uuid is NULL.

@@ -65,8 +65,11 @@ func Start(tb testing.TB) string {
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start stripe-mock: %v", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
 	tb.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited

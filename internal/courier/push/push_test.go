@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -217,7 +216,10 @@ func (p *pushService) verifyVAPID(r *http.Request) error {
 	if err != nil || len(raw) != 65 {
 		return fmt.Errorf("k does not decode to a point")
 	}
-	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(raw[1:33]), Y: new(big.Int).SetBytes(raw[33:])}
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), raw)
+	if err != nil {
+		return fmt.Errorf("k is not a P-256 point: %w", err)
+	}
 	claims := jwt.MapClaims{}
 	_, err = jwt.ParseWithClaims(tok, claims, func(*jwt.Token) (any, error) { return pub, nil },
 		jwt.WithValidMethods([]string{"ES256"}), jwt.WithExpirationRequired(), jwt.WithAudience("https://"+r.Host))

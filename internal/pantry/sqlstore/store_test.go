@@ -193,7 +193,6 @@ func TestListSortsPagesAndFilters(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		ctx := context.Background()
 		_, s := open(t, engine)
-		var all []pantry.Project
 		for i, name := range []string{"Delta", "alpha", "Charlie", "bravo", "Echo"} {
 			p := create(t, s, project(strings.ToLower(name), name, func(p *pantry.Project) {
 				if i%2 == 0 {
@@ -207,7 +206,6 @@ func TestListSortsPagesAndFilters(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			all = append(all, p)
 		}
 		create(t, s, project("hidden", "Hidden", func(p *pantry.Project) { p.Visibility = pantry.VisibilityUnlisted; p.Tags = []string{"even"} }))
 
