@@ -89,7 +89,7 @@ func TestServeRefusesWithBadConfig(t *testing.T) {
 func TestMigrateIsIdempotent(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		url := sqltest.URL(t, engine)
-		for i, want := range []string{"keyholder: 1 migration(s) applied; schema is current", "keyholder: 0 migration(s) applied; schema is current"} {
+		for i, want := range []string{"keyholder: 2 migration(s) applied; schema is current", "keyholder: 0 migration(s) applied; schema is current"} {
 			var out bytes.Buffer
 			if err := keyholdercmd.Command.Run(context.Background(), []string{"migrate"}, cli.Env{Getenv: envOf(map[string]string{"DATABASE_URL": url}), Stdout: &out, Stderr: &out}); err != nil {
 				t.Fatalf("migrate %d: %v", i, err)
