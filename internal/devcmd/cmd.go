@@ -236,6 +236,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"DATABASE_URL":        pantryDB,
 		"IDENTITY_ISSUER":     issuer,
 		"PANTRY_IDENTITY_URL": identityURL,
+		"EVENTS_URL":          natsURL,
 	}), &pantryCfg); err != nil {
 		return err
 	}

@@ -128,6 +128,9 @@ type Store interface {
 	Star(ctx context.Context, projectID, userID string) (int64, error)
 	// Unstar removes userID's star, if any, and returns the count after.
 	Unstar(ctx context.Context, projectID, userID string) (int64, error)
+	// AccountProjects lists the projects of accountID, public and
+	// unlisted, by name (at most limit).
+	AccountProjects(ctx context.Context, accountID string, limit int) ([]Project, error)
 	// StarredBy lists the projects userID starred, most recent first.
 	StarredBy(ctx context.Context, userID string, limit int) ([]Project, error)
 }

@@ -326,6 +326,23 @@ func (s *Service) Star(ctx context.Context, token, slug string, on bool) (int64,
 
 // MyStars lists what the caller starred. Errors: unauthenticated,
 // unavailable.
+// MaxAccountProjects bounds an account's list of its own projects.
+const MaxAccountProjects = 500
+
+// AccountProjects lists accountID's projects, unlisted ones included, for
+// its members (any role) and its API keys with projects:write. Errors:
+// unauthenticated, forbidden, insufficient_scope, not_found, unavailable.
+func (s *Service) AccountProjects(ctx context.Context, token, accountID string) ([]Project, error) {
+	account, ok := ids.Parse(accountID)
+	if !ok {
+		return nil, errs.New(CodeNotFound, "no such account")
+	}
+	if _, err := s.authorize(ctx, token, account, RoleOwner, RoleAdmin, RoleMember); err != nil {
+		return nil, err
+	}
+	return s.store.AccountProjects(ctx, account, MaxAccountProjects)
+}
+
 func (s *Service) MyStars(ctx context.Context, token string) ([]Project, error) {
 	userID, err := s.user(ctx, token)
 	if err != nil {

@@ -61,6 +61,9 @@ type APIError struct {
 	// RetryAfter is when the API's Retry-After says to try again (a
 	// locked sign-in's end); zero without the header.
 	RetryAfter time.Time
+	// Location is a redirect's target (a project's former slug answers
+	// 301 to its current one).
+	Location string
 }
 
 func (e *APIError) Error() string {
@@ -155,6 +158,7 @@ func (c *Client) doConflict(ctx context.Context, token, method, path string, bod
 	}
 	e := decodeError(resp.StatusCode, raw)
 	e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	e.Location = resp.Header.Get("Location")
 	return e
 }
 

@@ -30,6 +30,12 @@ var notices = map[string]string{
 	"mfa_on":     "Two-factor authentication is on.",
 	"mfa_off":    "Two-factor authentication is off.",
 	"key_gone":   "The API key was revoked; it stopped working at once.",
+
+	"project-published": "The project was published.",
+	"project-saved":     "The project was saved.",
+	"project-deleted":   "The project was deleted; its address is free again.",
+	"starred":           "You starred this project.",
+	"unstarred":         "You no longer star this project.",
 }
 
 func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 	"github.com/platformco/platform/internal/courier/push"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
+	"github.com/platformco/platform/internal/pantry/pantrycmd"
 	"github.com/platformco/platform/internal/parlor"
 )
 
@@ -76,6 +78,11 @@ func startStack(t testing.TB) *stack {
 	gwLn, gwURL := listen(t)
 	courierLn, courierURL := listen(t)
 	parlorLn, parlorURL := listen(t)
+	pantryLn, pantryURL := listen(t)
+	pantryDB := "sqlite:" + filepath.Join(dir, "pantry.db")
+	if _, err := pantrycmd.Command.Migrate(ctx, pantryDB); err != nil {
+		t.Fatal(err)
+	}
 	courierDB := "sqlite:" + filepath.Join(dir, "courier.db")
 	if err := couriercmd.Migrate(ctx, courierDB); err != nil {
 		t.Fatal(err)
@@ -110,15 +117,20 @@ func startStack(t testing.TB) *stack {
 		"BOX_MASTER_KEY": base64.StdEncoding.EncodeToString(key)}), &boxCfg); err != nil {
 		t.Fatal(err)
 	}
+	var pantryCfg pantrycmd.Config
+	if err := pantrycmd.Command.Load(ctx, envOf(map[string]string{"DATABASE_URL": pantryDB,
+		"IDENTITY_ISSUER": idURL, "PANTRY_IDENTITY_URL": idURL}), &pantryCfg); err != nil {
+		t.Fatal(err)
+	}
 	var gwCfg gatewaycmd.Config
 	if err := config.Load(ctx, envOf(map[string]string{
-		"IDENTITY_URL": idURL, "IDENTITY_ISSUER": idURL, "BOX_URL": boxURL, "PARLOR_URL": parlorURL, "COURIER_URL": courierURL,
+		"IDENTITY_URL": idURL, "IDENTITY_ISSUER": idURL, "BOX_URL": boxURL, "PARLOR_URL": parlorURL, "COURIER_URL": courierURL, "PANTRY_URL": pantryURL,
 		// Every test request reaches the gateway from parlor's one address.
 		"GATEWAY_RATE_LIMIT": "100000",
 	}), &gwCfg); err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.DiscardHandler)
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	pages, err := parlor.New(parlor.Deps{API: parlor.NewClient(gwURL, 5*time.Second), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +144,7 @@ func startStack(t testing.TB) *stack {
 		func() error { return boxcmd.Serve(ctx, boxCfg, logger, boxLn) },
 		func() error { return gatewaycmd.Serve(ctx, gwCfg, logger, gwLn) },
 		func() error { return couriercmd.Serve(ctx, courierCfg, logger, courierLn) },
+		func() error { return pantrycmd.Serve(ctx, pantryCfg, logger, pantryLn) },
 	} {
 		wg.Add(1)
 		go func() {

@@ -20,7 +20,7 @@ func TestRoutesMatchTheDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	openapitest.CheckRoutes(t, httpapi.OpenAPI(), src, 12)
+	openapitest.CheckRoutes(t, httpapi.OpenAPI(), src, 13)
 }
 
 func TestPublishReadChangeDelete(t *testing.T) {
@@ -284,4 +284,40 @@ func TestWithoutDatabase(t *testing.T) {
 	c.Do("GET", "/openapi.json", "", http.StatusOK)
 	w := openapitest.NewClient(t, httpapi.OpenAPI(), httpapi.NewServer(httpapi.Deps{Waiting: true}), coverage)
 	w.Code("GET", "/v1/projects", "", http.StatusServiceUnavailable, "unavailable")
+}
+
+// TestAccountProjectsForMembers: an account's own list holds its public
+// and unlisted projects, by name, for every role and a projects:write
+// key; anyone else is refused, and identity down is 503.
+func TestAccountProjectsForMembers(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine)
+		e.publish(t, `{"name":"Zither"}`)
+		e.publish(t, `{"name":"Anvil","visibility":"unlisted"}`)
+		path := "/v1/accounts/" + account + "/projects"
+		for _, who := range []string{e.owner, e.admin, e.member, keyWrite} {
+			var got struct {
+				Projects []struct {
+					Slug       string `json:"slug"`
+					Visibility string `json:"visibility"`
+				} `json:"projects"`
+			}
+			res := e.c.Do("GET", path, "", http.StatusOK, openapitest.Bearer(who))
+			if err := json.Unmarshal(res.Body.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Projects) != 2 || got.Projects[0].Slug != "anvil" || got.Projects[0].Visibility != "unlisted" || got.Projects[1].Slug != "zither" {
+				t.Fatalf("the account's projects = %+v", got.Projects)
+			}
+			if cc := res.Header().Get("Cache-Control"); cc != "no-store" {
+				t.Errorf("Cache-Control = %q, want no-store", cc)
+			}
+		}
+		e.c.Code("GET", path, "", http.StatusUnauthorized, "unauthenticated")
+		e.c.Code("GET", path, "", http.StatusForbidden, "insufficient_scope", openapitest.Bearer(keyRead))
+		e.c.Code("GET", path, "", http.StatusForbidden, "forbidden", openapitest.Bearer(e.stranger))
+		e.c.Code("GET", "/v1/accounts/not-an-id/projects", "", http.StatusNotFound, "not_found", openapitest.Bearer(e.owner))
+		e.identity.setDown(true)
+		e.c.Code("GET", path, "", http.StatusServiceUnavailable, "unavailable", openapitest.Bearer(e.member))
+	})
 }

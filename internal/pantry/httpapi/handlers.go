@@ -277,6 +277,17 @@ func (h *handlers) setStar(w http.ResponseWriter, r *http.Request, on bool) {
 	private(w, http.StatusOK, starBody{Slug: r.PathValue("slug"), Stars: n, Starred: on})
 }
 
+func (h *handlers) accountProjects(w http.ResponseWriter, r *http.Request) {
+	ps, err := h.svc.AccountProjects(r.Context(), bearer(r), r.PathValue("account_id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	private(w, http.StatusOK, struct {
+		Projects []projectJSON `json:"projects"`
+	}{toJSONList(ps)})
+}
+
 func (h *handlers) myStars(w http.ResponseWriter, r *http.Request) {
 	ps, err := h.svc.MyStars(r.Context(), bearer(r))
 	if err != nil {

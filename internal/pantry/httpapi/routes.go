@@ -52,6 +52,7 @@ func routes(mux *http.ServeMux, h *handlers) {
 	mux.HandleFunc("GET /v1/projects", h.list)
 	mux.HandleFunc("GET /v1/projects/{slug}", h.get)
 	mux.HandleFunc("GET /v1/tags", h.tags)
+	mux.HandleFunc("GET /v1/accounts/{account_id}/projects", h.accountProjects)
 	mux.HandleFunc("POST /v1/accounts/{account_id}/projects", h.create)
 	mux.HandleFunc("PATCH /v1/projects/{slug}", h.update)
 	mux.HandleFunc("DELETE /v1/projects/{slug}", h.remove)

@@ -1,16 +1,20 @@
 // Package pantrycmd is `platform pantry`: the project registry (serve)
 // and its schema (migrate). Its outbox is published by `platform events
-// publish --service pantry`.
+// publish --service pantry`, or by serve itself when EVENTS_URL is set (as
+// `platform dev` does).
 package pantrycmd
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/platformco/platform/internal/events"
+	"github.com/platformco/platform/internal/outbox"
 	"github.com/platformco/platform/internal/pantry"
 	"github.com/platformco/platform/internal/pantry/darkroomclient"
 	"github.com/platformco/platform/internal/pantry/httpapi"
@@ -49,12 +53,19 @@ type Config struct {
 	// 503.
 	DarkroomURL     string        `env:"PANTRY_DARKROOM_URL" rule:"url"`
 	DarkroomTimeout time.Duration `env:"PANTRY_DARKROOM_TIMEOUT, default=2s" rule:"positive"`
+	// EventsURL, when set, has serve publish the outbox itself.
+	EventsURL string `env:"EVENTS_URL"`
 }
 
 // Validate implements config.Validator.
 func (c *Config) Validate() error {
 	c.IdentityURL = strings.TrimRight(c.IdentityURL, "/")
 	c.DarkroomURL = strings.TrimRight(c.DarkroomURL, "/")
+	if c.EventsURL != "" {
+		if err := events.ValidateURL(c.EventsURL); err != nil {
+			return fmt.Errorf("EVENTS_URL: %v", err)
+		}
+	}
 	return nil
 }
 
@@ -89,6 +100,13 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 			return httpapi.NewServer(deps), nil
 		},
 		Open: func(ctx context.Context, app *service.App) (http.Handler, error) {
+			if cfg.EventsURL != "" {
+				stop, err := outbox.Start(ctx, app.DB, cfg.EventsURL, outbox.Options{Service: "pantry"}, logger)
+				if err != nil {
+					return nil, err
+				}
+				app.OnStop(stop)
+			}
 			deps.Service = pantry.NewService(sqlstore.New(app.DB), identity, darkroom)
 			app.Go(identity.Run)
 			return httpapi.NewServer(deps), nil

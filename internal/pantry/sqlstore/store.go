@@ -264,6 +264,16 @@ func countStars(ctx context.Context, tx *sqldb.Tx, projectID string, stars *int6
 	return err
 }
 
+// AccountProjects implements pantry.Store.
+func (s *Store) AccountProjects(ctx context.Context, accountID string, limit int) ([]pantry.Project, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT `+columns+` FROM projects p WHERE p.account_id = $1 ORDER BY p.sort_name, p.id LIMIT $2`, accountID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows)
+}
+
 // StarredBy implements pantry.Store.
 func (s *Store) StarredBy(ctx context.Context, userID string, limit int) ([]pantry.Project, error) {
 	rows, err := s.db.Query(ctx, `

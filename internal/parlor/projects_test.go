@@ -1,0 +1,128 @@
+package parlor_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestProjectsPublishedBrowsedAndStarred: an owner publishes from the
+// account's Projects tab (refusals said per field, the form kept), a
+// signed-out visitor finds the project in the directory by search and by
+// tag and reads its page with the description rendered safe, a signed-in
+// user stars it, a rename moves the page with a 301, an unlisted project
+// stays out of the directory, and a deletion frees the address.
+func TestProjectsPublishedBrowsedAndStarred(t *testing.T) {
+	st := startStack(t)
+	owner := newVisitor(t, st.GatewayURL)
+	owner.signUp(uniqueEmail("projects"))
+	a := owner.post("/app/accounts", url.Values{"name": {"Makers " + uniqueEmail("m")[2:10]}})
+	if a.Status != http.StatusSeeOther {
+		t.Fatalf("create account: %d", a.Status)
+	}
+	acct := accountIDFrom(t, a.location())
+	tab := "/app/accounts/" + acct + "/projects"
+	owner.get(tab).expect(t, http.StatusOK, "This account has published no project yet.", "Publish a project")
+
+	kettle := url.Values{"name": {"Kettle"}, "summary": {"Boils water for the team"}, "tags": {"cli, Go"}, "uses_kit": {"on"},
+		"description": {"# Kettle\n\nBoils *water*.<script>alert(1)</script> [x](javascript:alert(2))"},
+		"homepage_url": {"https://kettle.example"}, "visibility": {"public"}}
+	refused := []struct {
+		name  string
+		patch url.Values
+		says  []string
+	}{
+		{"no name", url.Values{"name": {""}}, []string{"Please correct the fields marked below."}},
+		{"plain http home page", url.Values{"homepage_url": {"http://kettle.example"}}, []string{"Please correct the fields marked below."}},
+		{"reserved address", url.Values{"slug": {"admin"}}, []string{"Please correct the fields marked below."}},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			form := url.Values{}
+			for k, v := range kettle {
+				form[k] = v
+			}
+			for k, v := range tc.patch {
+				form[k] = v
+			}
+			got := owner.post(tab, form).expect(t, http.StatusUnprocessableEntity, tc.says...)
+			if !strings.Contains(got.Body, `value="Boils water for the team"`) {
+				t.Errorf("the refused form lost what was typed")
+			}
+		})
+	}
+	a = owner.post(tab, kettle)
+	if a.Status != http.StatusSeeOther || !strings.Contains(a.location(), "done=project-published") {
+		t.Fatalf("publish: %d to %q\n%s", a.Status, a.location(), visibleText(a.Body))
+	}
+	owner.get(strings.Split(a.location(), "#")[0]).expect(t, http.StatusOK, "The project was published.", "Kettle", "public")
+	owner.post(tab, kettle).expect(t, http.StatusConflict, "That address is taken")
+	unlisted := url.Values{"name": {"Secret Sauce"}, "visibility": {"unlisted"}}
+	if a := owner.post(tab, unlisted); a.Status != http.StatusSeeOther {
+		t.Fatalf("publish unlisted: %d\n%s", a.Status, visibleText(a.Body))
+	}
+
+	// A signed-out visitor browses, searches and reads.
+	visitor := newVisitor(t, st.GatewayURL)
+	dir := visitor.get("/projects").expect(t, http.StatusOK, "Kettle", "Boils water for the team", "cli (1)", "go (1)")
+	if strings.Contains(dir.Body, "Secret Sauce") {
+		t.Error("an unlisted project is in the directory")
+	}
+	visitor.get("/projects?q=boils").expect(t, http.StatusOK, "Kettle")
+	if got := visitor.get("/projects?q=nothing-like-it").expect(t, http.StatusOK, "No project matches this search."); strings.Contains(got.Body, "Kettle") {
+		t.Error("a search for something else lists Kettle")
+	}
+	visitor.get("/projects?tag=cli").expect(t, http.StatusOK, "Tagged cli", "Kettle")
+	visitor.get("/projects?q=" + url.QueryEscape(`"unterminated OR (AND *`)).expect(t, http.StatusOK)
+	page := visitor.get("/projects/kettle").expect(t, http.StatusOK, "Kettle", "Boils", "Built with kit", "Sign in to star this project.")
+	if strings.Contains(page.Body, "<script>alert") || strings.Contains(page.Body, `href="javascript:`) {
+		t.Errorf("the description is not safe:\n%s", page.Body)
+	}
+	if !strings.Contains(page.Body, "<em>water</em>") {
+		t.Errorf("the description's Markdown is not rendered")
+	}
+	visitor.get("/projects/secret-sauce").expect(t, http.StatusOK, "Secret Sauce")
+	visitor.get("/projects/no-such-project").expect(t, http.StatusNotFound)
+	if a := visitor.post("/projects/kettle/star", url.Values{}); a.Status != http.StatusSeeOther || !strings.HasPrefix(a.location(), "/signin") {
+		t.Errorf("a signed-out star: %d to %q, want the sign-in page", a.Status, a.location())
+	}
+
+	// Signed in, a user stars it and unstars it.
+	fan := newVisitor(t, st.GatewayURL)
+	fan.signUp(uniqueEmail("fan"))
+	a = fan.post("/projects/kettle/star", url.Values{})
+	if a.Status != http.StatusSeeOther {
+		t.Fatalf("star: %d\n%s", a.Status, visibleText(a.Body))
+	}
+	fan.get(a.location()).expect(t, http.StatusOK, "You starred this project.", "Stars 1", "Unstar Kettle")
+	fan.get(fan.post("/projects/kettle/unstar", url.Values{}).location()).expect(t, http.StatusOK, "Stars 0", "Star Kettle")
+
+	// Someone else's account page cannot change it.
+	fanAcct := accountIDFrom(t, fan.post("/app/accounts", url.Values{"name": {"Fans " + uniqueEmail("f")[2:10]}}).location())
+	fan.post("/app/accounts/"+fanAcct+"/projects/kettle", kettle).expect(t, http.StatusNotFound)
+	fan.post("/app/accounts/"+acct+"/projects/kettle/delete", url.Values{}).expect(t, http.StatusNotFound)
+
+	// A rename moves the page; the old address answers 301.
+	owner.get(tab+"?edit=kettle").expect(t, http.StatusOK, "Edit Kettle", "Save Kettle")
+	renamed := url.Values{}
+	for k, v := range kettle {
+		renamed[k] = v
+	}
+	renamed.Set("slug", "kettle-pro")
+	renamed.Set("name", "Kettle Pro")
+	if a := owner.post(tab+"/kettle", renamed); a.Status != http.StatusSeeOther {
+		t.Fatalf("edit: %d\n%s", a.Status, visibleText(a.Body))
+	}
+	if a := visitor.get("/projects/kettle"); a.Status != http.StatusMovedPermanently || a.location() != "/projects/kettle-pro" {
+		t.Errorf("the old address: %d to %q, want 301 to /projects/kettle-pro", a.Status, a.location())
+	}
+	visitor.get("/projects/kettle-pro").expect(t, http.StatusOK, "Kettle Pro")
+
+	a = owner.post(tab+"/kettle-pro/delete", url.Values{})
+	if a.Status != http.StatusSeeOther {
+		t.Fatalf("delete: %d\n%s", a.Status, visibleText(a.Body))
+	}
+	owner.get(a.location()).expect(t, http.StatusOK, "The project was deleted")
+	visitor.get("/projects/kettle-pro").expect(t, http.StatusNotFound)
+}
