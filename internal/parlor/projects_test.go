@@ -26,7 +26,7 @@ func TestProjectsPublishedBrowsedAndStarred(t *testing.T) {
 	owner.get(tab).expect(t, http.StatusOK, "This account has published no project yet.", "Publish a project")
 
 	kettle := url.Values{"name": {"Kettle"}, "summary": {"Boils water for the team"}, "tags": {"cli, Go"}, "uses_kit": {"on"},
-		"description": {"# Kettle\n\nBoils *water*.<script>alert(1)</script> [x](javascript:alert(2))"},
+		"description":  {"# Kettle\n\nBoils *water*.<script>alert(1)</script> [x](javascript:alert(2))"},
 		"homepage_url": {"https://kettle.example"}, "visibility": {"public"}}
 	refused := []struct {
 		name  string
@@ -74,7 +74,7 @@ func TestProjectsPublishedBrowsedAndStarred(t *testing.T) {
 		t.Error("a search for something else lists Kettle")
 	}
 	visitor.get("/projects?tag=cli").expect(t, http.StatusOK, "Tagged cli", "Kettle")
-	visitor.get("/projects?q=" + url.QueryEscape(`"unterminated OR (AND *`)).expect(t, http.StatusOK)
+	visitor.get("/projects?q="+url.QueryEscape(`"unterminated OR (AND *`)).expect(t, http.StatusOK)
 	page := visitor.get("/projects/kettle").expect(t, http.StatusOK, "Kettle", "Boils", "Built with kit", "Sign in to star this project.")
 	if strings.Contains(page.Body, "<script>alert") || strings.Contains(page.Body, `href="javascript:`) {
 		t.Errorf("the description is not safe:\n%s", page.Body)
