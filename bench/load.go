@@ -26,6 +26,7 @@ type Level struct {
 	RPS         float64 `json:"rps"`
 	P50         float64 `json:"p50_ms"`
 	P90         float64 `json:"p90_ms"`
+	P95         float64 `json:"p95_ms"`
 	P99         float64 `json:"p99_ms"`
 	Max         float64 `json:"max_ms"`
 	// ErrorSamples are the first distinct error messages.
@@ -169,7 +170,7 @@ func summarize(runs ...stretch) Level {
 		lat[i] = float64(s.latency) * 1000
 	}
 	slices.Sort(lat)
-	lv.P50, lv.P90, lv.P99 = percentile(lat, 50), percentile(lat, 90), percentile(lat, 99)
+	lv.P50, lv.P90, lv.P95, lv.P99 = percentile(lat, 50), percentile(lat, 90), percentile(lat, 95), percentile(lat, 99)
 	if len(lat) > 0 {
 		lv.Max = lat[len(lat)-1]
 	}

@@ -39,7 +39,7 @@ import (
 )
 
 // scenarioNames are the scenarios `--scenario all` runs, in order.
-var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "apikey", "mfa", "oidc", "observe", "email", "webhook", "manifest", "blob", "pullrss"}
+var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "apikey", "mfa", "oidc", "observe", "email", "webhook", "manifest", "blob", "pullrss", "pantry"}
 
 type config struct {
 	engine      string
@@ -264,6 +264,8 @@ func run(ctx context.Context, cfg config) (bool, error) {
 			res, err = b.registryBlob(ctx)
 		case "pullrss":
 			res, err = b.registryPullRSS(ctx)
+		case "pantry":
+			res, err = b.pantry(ctx)
 		case "soak":
 			res, err = b.soak(ctx)
 		}

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/ids"
 )
 
 // ListSessions returns the caller's live sessions, newest first.
@@ -16,6 +17,27 @@ func (s *Service) ListSessions(ctx context.Context, p Principal) ([]Session, err
 // the request.
 func (s *Service) EndOtherSessions(ctx context.Context, p Principal) error {
 	return s.store.EndOtherSessions(ctx, p.User.ID, p.SessionID)
+}
+
+// ErrSessionNotFound answers ending a session that is not one of the
+// caller's live sessions.
+var ErrSessionNotFound = errs.New(CodeNotFound, "no such session of yours is live")
+
+// EndSession signs the caller out of one of their sessions, named by its
+// id (the list's); the current one is a sign-out. Errors:
+// ErrSessionNotFound (unknown, another user's, or already ended).
+func (s *Service) EndSession(ctx context.Context, p Principal, sessionID string) error {
+	if _, ok := ids.Parse(sessionID); !ok {
+		return ErrSessionNotFound
+	}
+	found, err := s.store.EndUserSession(ctx, p.User.ID, sessionID)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return ErrSessionNotFound
+	}
+	return nil
 }
 
 // ChangePassword replaces the caller's password, proven by the current

@@ -72,6 +72,9 @@ type Store interface {
 	SetStaff(ctx context.Context, email string, staff bool, actor string) error
 	// ListSessions returns userID's live sessions, newest first.
 	ListSessions(ctx context.Context, userID string) ([]Session, error)
+	// EndUserSession ends userID's live session sessionID; found is
+	// false when userID has no such live session.
+	EndUserSession(ctx context.Context, userID, sessionID string) (found bool, err error)
 	// EndOtherSessions ends every live session of userID but keep.
 	EndOtherSessions(ctx context.Context, userID, keep string) error
 	// ChangePassword replaces userID's password hash, resets the failure

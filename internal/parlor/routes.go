@@ -57,6 +57,7 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("POST /app/settings/password", s.authed(s.changePassword))
 	mux.Handle("POST /app/settings/sessions/others", s.authed(s.endOtherSessions))
 	mux.Handle("POST /app/settings/sessions/everywhere", s.authed(s.signOutEverywhere))
+	mux.Handle("POST /app/settings/sessions/{session}/end", s.authed(s.endSession))
 	mux.Handle("POST /app/settings/applications/{client}/disconnect", s.authed(s.disconnectApp))
 	// Web Push (push.go)
 	mux.HandleFunc("GET /sw.js", s.serviceWorker)

@@ -3,6 +3,7 @@ package parlor
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -31,6 +32,11 @@ func (c *Client) Sessions(ctx context.Context, token string) ([]SessionInfo, err
 // EndOtherSessions ends every session of the user but token's.
 func (c *Client) EndOtherSessions(ctx context.Context, token string) error {
 	return c.do(ctx, token, "DELETE", "/v1/me/sessions", nil, nil)
+}
+
+// EndSession ends one of the user's sessions by its id.
+func (c *Client) EndSession(ctx context.Context, token, id string) error {
+	return c.do(ctx, token, "DELETE", "/v1/me/sessions/"+url.PathEscape(id), nil, nil)
 }
 
 // ChangePassword sets a new password, proven by the current one; the
@@ -68,6 +74,15 @@ func (s *server) endOtherSessions(w http.ResponseWriter, r *http.Request, sess *
 		return
 	}
 	http.Redirect(w, r, "/app/settings?done=others", http.StatusSeeOther)
+}
+
+// endSession signs out one other session of the user.
+func (s *server) endSession(w http.ResponseWriter, r *http.Request, sess *session) {
+	if err := s.api.EndSession(r.Context(), sess.Token, r.PathValue("session")); err != nil {
+		s.fail(w, r, &sess.Me, err)
+		return
+	}
+	http.Redirect(w, r, "/app/settings?done=session-ended", http.StatusSeeOther)
 }
 
 // signOutEverywhere ends every other session, then this one.

@@ -194,6 +194,29 @@ func TestSettingsPasswordAndSessions(t *testing.T) {
 			t.Errorf("the other session still works after the change: %d", a.Status)
 		}
 	})
+	t.Run("SignOutOneSession", func(t *testing.T) {
+		there.post("/signin", url.Values{"email": {email}, "password": {"a brand new horse"}})
+		page := here.get("/app/settings").expect(t, http.StatusOK, "Another browser or device")
+		m := regexp.MustCompile(`action="/app/settings/sessions/([0-9a-f-]{36})/end"`).FindStringSubmatch(page.Body)
+		if m == nil {
+			t.Fatalf("no sign-out for the other session:\n%s", visibleText(page.Body))
+		}
+		// Another user cannot end it.
+		stranger := newVisitor(t, base)
+		stranger.signUp(uniqueEmail("stranger"))
+		stranger.post("/app/settings/sessions/"+m[1]+"/end", nil).expect(t, http.StatusNotFound)
+		a := here.post("/app/settings/sessions/"+m[1]+"/end", nil)
+		if a.Status != http.StatusSeeOther {
+			t.Fatalf("sign out one session: %d\n%s", a.Status, visibleText(a.Body))
+		}
+		if page := here.get(a.location()).expect(t, http.StatusOK, "That session has ended"); strings.Contains(page.Body, "Another browser or device") {
+			t.Errorf("the ended session is still listed")
+		}
+		if a := there.get("/app"); a.Status != http.StatusSeeOther || !strings.HasPrefix(a.location(), "/signin") {
+			t.Errorf("the ended session still works: %d", a.Status)
+		}
+		here.get("/app").expect(t, http.StatusOK)
+	})
 	t.Run("SignOutOthersThenEverywhere", func(t *testing.T) {
 		there.post("/signin", url.Values{"email": {email}, "password": {"a brand new horse"}})
 		a := here.post("/app/settings/sessions/others", nil)

@@ -314,6 +314,22 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("GET", "/v1/me/sessions", "", 401, "unauthorized")
 		c.Code("DELETE", "/v1/me/sessions", "", 403, "forbidden", openapitest.Header("Cookie", SessionCookie+"="+roamB), evil)
 		c.Code("DELETE", "/v1/me/sessions", "", 401, "unauthorized")
+		var roamList struct {
+			Sessions []struct {
+				ID      string `json:"id"`
+				Current bool   `json:"current"`
+			} `json:"sessions"`
+		}
+		roamC := login("roamer@example.com")
+		c.JSON("GET", "/v1/me/sessions", "", 200, &roamList, openapitest.Bearer(roamC))
+		for _, s := range roamList.Sessions {
+			if s.Current {
+				c.Code("DELETE", "/v1/me/sessions/"+s.ID, "", 403, "forbidden", openapitest.Header("Cookie", SessionCookie+"="+roamC), evil)
+				c.Code("DELETE", "/v1/me/sessions/"+s.ID, "", 401, "unauthorized")
+				c.Do("DELETE", "/v1/me/sessions/"+s.ID, "", 204, openapitest.Bearer(roamC))
+				c.Code("DELETE", "/v1/me/sessions/"+s.ID, "", 404, "not_found", openapitest.Bearer(roamB))
+			}
+		}
 		c.Do("DELETE", "/v1/me/sessions", "", 204, openapitest.Bearer(roamB))
 		c.Code("GET", "/v1/me", "", 401, "unauthorized", openapitest.Bearer(roamA))
 		pwPath := "/v1/me/password"
@@ -442,6 +458,7 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"POST", "/v1/invitations/accept", `{"token":"abc"}`},
 		{"GET", "/v1/me/sessions", ""},
 		{"DELETE", "/v1/me/sessions", ""},
+		{"DELETE", "/v1/me/sessions/" + userID, ""},
 		{"POST", "/v1/me/password", `{"current_password":"correct horse battery","new_password":"another horse battery"}`},
 		{"GET", acct + "/invitations", ""},
 		{"DELETE", acct + "/invitations/" + userID, ""},

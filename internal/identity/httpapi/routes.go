@@ -77,6 +77,7 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.Handle("GET /v1/me", a.authenticated(a.me))
 	mux.Handle("GET /v1/me/sessions", a.authenticated(a.listSessions))
 	mux.Handle("DELETE /v1/me/sessions", a.authenticated(a.endOtherSessions))
+	mux.Handle("DELETE /v1/me/sessions/{sessionID}", a.authenticated(a.endSession))
 	mux.Handle("POST /v1/me/password", a.authenticated(a.changePassword))
 
 	mux.Handle("GET /v1/operator/me", a.authenticated(a.operatorMe))

@@ -49,6 +49,14 @@ func (a *api) endOtherSessions(w http.ResponseWriter, r *http.Request, p identit
 	w.WriteHeader(http.StatusNoContent)
 }
 
+func (a *api) endSession(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	if err := a.svc.EndSession(r.Context(), p, r.PathValue("sessionID")); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 func (a *api) changePassword(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	var in struct {
 		CurrentPassword string `json:"current_password"`

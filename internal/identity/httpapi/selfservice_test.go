@@ -79,6 +79,23 @@ func TestSessionsAndPasswordOverHTTP(t *testing.T) {
 		s.do(t, "GET", "/v1/me", nil, bearer(first)).problem(t, http.StatusUnauthorized, "unauthorized")
 		s.do(t, "GET", "/v1/me", nil, bearer(second)).want(t, http.StatusOK)
 		s.do(t, "POST", "/v1/session", map[string]string{"email": "ada@example.com", "password": "a brand new passphrase"}).want(t, http.StatusCreated)
+		// One session signed out by its id: its token stops working; another
+		// user cannot end it, and an ended or unknown one is 404.
+		third := s.do(t, "POST", "/v1/session", map[string]string{"email": "ada@example.com", "password": "a brand new passphrase"}).want(t, http.StatusCreated).object(t)["token"].(string)
+		var thirdID string
+		for _, x := range s.do(t, "GET", "/v1/me/sessions", nil, bearer(third)).want(t, http.StatusOK).object(t)["sessions"].([]any) {
+			if m := x.(map[string]any); m["current"] == true {
+				thirdID = m["id"].(string)
+			}
+		}
+		_, stranger := s.signUp(t, "eve@example.com")
+		s.do(t, "DELETE", "/v1/me/sessions/"+thirdID, nil, bearer(stranger)).problem(t, http.StatusNotFound, "not_found")
+		s.do(t, "GET", "/v1/me", nil, bearer(third)).want(t, http.StatusOK)
+		s.do(t, "DELETE", "/v1/me/sessions/"+thirdID, nil, bearer(second)).want(t, http.StatusNoContent)
+		s.do(t, "GET", "/v1/me", nil, bearer(third)).problem(t, http.StatusUnauthorized, "unauthorized")
+		s.do(t, "DELETE", "/v1/me/sessions/"+thirdID, nil, bearer(second)).problem(t, http.StatusNotFound, "not_found")
+		s.do(t, "DELETE", "/v1/me/sessions/not-an-id", nil, bearer(second)).problem(t, http.StatusNotFound, "not_found")
+		s.do(t, "GET", "/v1/me", nil, bearer(second)).want(t, http.StatusOK)
 		s.do(t, "DELETE", "/v1/me/sessions", nil, bearer(second)).want(t, http.StatusNoContent)
 		if n := len(s.do(t, "GET", "/v1/me/sessions", nil, bearer(second)).want(t, http.StatusOK).object(t)["sessions"].([]any)); n != 1 {
 			t.Errorf("sessions after signing out elsewhere = %d, want 1", n)

@@ -49,6 +49,22 @@ func (s *Store) EndOtherSessions(ctx context.Context, userID, keep string) error
 	})
 }
 
+// EndUserSession implements identity.Store.
+func (s *Store) EndUserSession(ctx context.Context, userID, sessionID string) (bool, error) {
+	var found bool
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `UPDATE sessions SET ended_at = $3 WHERE id = $1 AND user_id = $2 AND ended_at IS NULL`,
+			sessionID, userID, tx.Now)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		found = n > 0
+		return err
+	})
+	return found, err
+}
+
 func endOtherSessions(ctx context.Context, tx *sqldb.Tx, userID, keep string) error {
 	_, err := tx.Exec(ctx, `UPDATE sessions SET ended_at = $3 WHERE user_id = $1 AND id <> $2 AND ended_at IS NULL`,
 		userID, keep, tx.Now)
