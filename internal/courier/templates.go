@@ -18,6 +18,9 @@ const (
 	TemplateInvitation         = "invitation"
 	TemplateMFAEnabledNotice   = "mfa_enabled_notice"
 	TemplateWelcome            = "welcome"
+	// TemplatePasswordChangedNotice tells an address its account's
+	// password was changed or reset.
+	TemplatePasswordChangedNotice = "password_changed_notice"
 )
 
 // templateSpec is what a template needs: its data keys, which of them
@@ -33,19 +36,20 @@ type templateSpec struct {
 }
 
 var templateSpecs = map[string]templateSpec{
-	TemplateVerifyEmail:        {keys: []string{"link"}, links: []string{"link"}, security: true},
-	TemplatePasswordReset:      {keys: []string{"link"}, links: []string{"link"}, security: true},
-	TemplateEmailChangeConfirm: {keys: []string{"link"}, links: []string{"link"}, security: true},
-	TemplateEmailChangedNotice: {keys: []string{"new_email"}, emails: []string{"new_email"}, security: true},
-	TemplateMFAEnabledNotice:   {security: true},
-	TemplateInvitation:         {keys: []string{"link", "account_name", "inviter_email"}, links: []string{"link"}, emails: []string{"inviter_email"}, category: CategoryAccountActivity},
-	TemplateWelcome:            {category: CategoryAccountActivity},
+	TemplateVerifyEmail:           {keys: []string{"link"}, links: []string{"link"}, security: true},
+	TemplatePasswordReset:         {keys: []string{"link"}, links: []string{"link"}, security: true},
+	TemplateEmailChangeConfirm:    {keys: []string{"link"}, links: []string{"link"}, security: true},
+	TemplateEmailChangedNotice:    {keys: []string{"new_email"}, emails: []string{"new_email"}, security: true},
+	TemplateMFAEnabledNotice:      {security: true},
+	TemplatePasswordChangedNotice: {security: true},
+	TemplateInvitation:            {keys: []string{"link", "account_name", "inviter_email"}, links: []string{"link"}, emails: []string{"inviter_email"}, category: CategoryAccountActivity},
+	TemplateWelcome:               {category: CategoryAccountActivity},
 }
 
 // Templates lists the template names.
 func Templates() []string {
 	return []string{TemplateVerifyEmail, TemplatePasswordReset, TemplateEmailChangeConfirm,
-		TemplateEmailChangedNotice, TemplateInvitation, TemplateMFAEnabledNotice, TemplateWelcome}
+		TemplateEmailChangedNotice, TemplateInvitation, TemplateMFAEnabledNotice, TemplatePasswordChangedNotice, TemplateWelcome}
 }
 
 // IsSecurity reports whether template is a security message.

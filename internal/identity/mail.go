@@ -22,6 +22,10 @@ const (
 	TemplateEmailChangedNotice = "email_changed_notice"
 	TemplateInvitation         = "invitation"
 	TemplateMFAEnabledNotice   = "mfa_enabled_notice"
+	// TemplatePasswordChangedNotice tells the user's address that the
+	// password was changed or reset (no data): a takeover does not pass
+	// unseen.
+	TemplatePasswordChangedNotice = "password_changed_notice"
 )
 
 // OutgoingMail is a request to courier as identity's mail outbox keeps it:

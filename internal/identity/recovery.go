@@ -81,7 +81,11 @@ func (s *Service) ConfirmPasswordReset(ctx context.Context, token, password, cod
 	if err != nil {
 		return err
 	}
-	err = s.store.ResetPassword(ctx, digest, hash, factor)
+	notice, err := s.mail.Mail(TemplatePasswordChangedNotice, "", map[string]string{})
+	if err != nil {
+		return err
+	}
+	err = s.store.ResetPassword(ctx, digest, hash, factor, notice)
 	if errors.Is(err, ErrInvalidCode) {
 		return s.wrongCode(ctx, userID)
 	}

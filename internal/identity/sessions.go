@@ -67,7 +67,11 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, current, next
 	if err != nil {
 		return err
 	}
-	return s.store.ChangePassword(ctx, p.User.ID, p.SessionID, hash)
+	notice, err := s.mail.Mail(TemplatePasswordChangedNotice, "", map[string]string{})
+	if err != nil {
+		return err
+	}
+	return s.store.ChangePassword(ctx, p.User.ID, p.SessionID, hash, notice)
 }
 
 // checkPassword proves a signed-in caller's password, counting a wrong one

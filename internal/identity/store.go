@@ -81,8 +81,9 @@ type Store interface {
 	// count and ends every session but keep, every outstanding one-time
 	// token (reset, verification, email change), open MFA challenge and
 	// OIDC token of the user, unless keep has ended or the user became
-	// locked meanwhile. Errors: ErrUnauthorized, the locked error.
-	ChangePassword(ctx context.Context, userID, keep, hash string) error
+	// locked meanwhile, and queues notice (password_changed_notice) to the
+	// user's address. Errors: ErrUnauthorized, the locked error.
+	ChangePassword(ctx context.Context, userID, keep, hash string, notice OutgoingMail) error
 	// SearchUsers returns users whose email or display name contains
 	// query (matched literally, case-insensitively), ordered by email.
 	SearchUsers(ctx context.Context, query string, limit int) ([]StaffRecord, error)

@@ -76,7 +76,7 @@ type LifecycleStore interface {
 	// token, open MFA challenge and OIDC token of the user. Errors: as VerifyEmail,
 	// ErrMFARequired (MFA enabled and factor nil), ErrInvalidCode (the
 	// factor was used meanwhile); after either nothing is written.
-	ResetPassword(ctx context.Context, digest, hash string, factor *Factor) error
+	ResetPassword(ctx context.Context, digest, hash string, factor *Factor, notice OutgoingMail) error
 	// IssueEmailChange stores an email_change token for userID's new
 	// address tok.Email and its mail, unless another user holds that
 	// address (then nothing is written and no error returned).

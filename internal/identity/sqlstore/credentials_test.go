@@ -30,6 +30,9 @@ var credentialChanges = []struct {
 		if err := env.Service.ChangePassword(ctx, p, identitytest.Password, newPassword); err != nil {
 			t.Fatalf("change the password: %v", err)
 		}
+		if got := env.Mail(t, p.User.Email, identity.TemplatePasswordChangedNotice); len(got) != 1 || len(got[0]) != 0 {
+			t.Errorf("password_changed_notice mails after a change = %v, want one with no data", got)
+		}
 		return newPassword
 	}},
 	{"NewerResetCompleted", func(t *testing.T, env *identitytest.Env, p identity.Principal) string {
@@ -39,6 +42,9 @@ var credentialChanges = []struct {
 		}
 		if err := env.Service.ConfirmPasswordReset(ctx, env.LinkToken(t, p.User.Email, identity.TemplatePasswordReset), newPassword, ""); err != nil {
 			t.Fatalf("complete the newer reset: %v", err)
+		}
+		if got := env.Mail(t, p.User.Email, identity.TemplatePasswordChangedNotice); len(got) != 1 {
+			t.Errorf("password_changed_notice mails after a reset = %d, want 1", len(got))
 		}
 		return newPassword
 	}},

@@ -62,6 +62,15 @@ func insertMail(ctx context.Context, tx *sqldb.Tx, m identity.OutgoingMail) erro
 	return err
 }
 
+// insertNotice queues a security notice to userID's current address,
+// read in tx (the service seals it without knowing the address).
+func insertNotice(ctx context.Context, tx *sqldb.Tx, userID string, notice identity.OutgoingMail) error {
+	if err := tx.QueryRow(ctx, `SELECT email FROM users WHERE id = $1`, userID).Scan(&notice.To); err != nil {
+		return err
+	}
+	return insertMail(ctx, tx, notice)
+}
+
 // consumeToken spends the token with digest for purpose by one conditional
 // UPDATE: of any number of concurrent uses exactly one matches the row
 // while used_at is null. It returns the user and the token's address.
@@ -256,7 +265,7 @@ func (s *Store) PasswordResetUser(ctx context.Context, digest string) (string, e
 // against. Whether the user has MFA is read again after the token is
 // spent, inside the transaction, so MFA turned on after the caller looked
 // cannot be skipped.
-func (s *Store) ResetPassword(ctx context.Context, digest, hash string, factor *identity.Factor) error {
+func (s *Store) ResetPassword(ctx context.Context, digest, hash string, factor *identity.Factor, notice identity.OutgoingMail) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		userID, _, err := consumeToken(ctx, tx, digest, identity.PurposePasswordReset)
 		if err != nil {
@@ -280,6 +289,9 @@ func (s *Store) ResetPassword(ctx context.Context, digest, hash string, factor *
 			return err
 		}
 		if err := endCredentials(ctx, tx, userID); err != nil {
+			return err
+		}
+		if err := insertNotice(ctx, tx, userID, notice); err != nil {
 			return err
 		}
 		return revokeSessions(ctx, tx, userID, identity.RevokedPasswordReset)

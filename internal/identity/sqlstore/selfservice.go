@@ -76,7 +76,7 @@ func endOtherSessions(ctx context.Context, tx *sqldb.Tx, userID, keep string) er
 // the current password is live: a password checked just before a logout or
 // a lockout does not change anything. Everything endCredentials names ends
 // with the old password.
-func (s *Store) ChangePassword(ctx context.Context, userID, keep, hash string) error {
+func (s *Store) ChangePassword(ctx context.Context, userID, keep, hash string, notice identity.OutgoingMail) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		res, err := tx.Exec(ctx, `
 			UPDATE users SET password_hash = $3, failed_logins = 0, locked_until = NULL, updated_at = $2
@@ -94,6 +94,9 @@ func (s *Store) ChangePassword(ctx context.Context, userID, keep, hash string) e
 			return identity.ErrUnauthorized
 		}
 		if err := endCredentials(ctx, tx, userID); err != nil {
+			return err
+		}
+		if err := insertNotice(ctx, tx, userID, notice); err != nil {
 			return err
 		}
 		return endOtherSessions(ctx, tx, userID, keep)

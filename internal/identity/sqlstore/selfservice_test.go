@@ -1,6 +1,8 @@
 package sqlstore_test
 
 import (
+	"github.com/google/uuid"
+
 	"strings"
 	"testing"
 	"time"
@@ -432,7 +434,7 @@ func TestChangePassword(t *testing.T) {
 		if err := env.Service.Logout(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		wantCode(t, env.Store.ChangePassword(ctx, p.User.ID, p.SessionID, "x"), identity.CodeUnauthorized)
+		wantCode(t, env.Store.ChangePassword(ctx, p.User.ID, p.SessionID, "x", identity.OutgoingMail{ID: uuid.NewString(), Template: identity.TemplatePasswordChangedNotice}), identity.CodeUnauthorized)
 	})
 }
 
