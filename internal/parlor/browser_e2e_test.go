@@ -323,6 +323,24 @@ func TestBrowserJourney(t *testing.T) {
 	owner.do("releases", []string{"Releases"}, chromedp.Navigate(base+"/app/accounts/"+team+"/releases"))
 	owner.do("activity", []string{"Activity"}, chromedp.Navigate(base+"/app/accounts/"+team+"/activity"))
 	operator.do("releases-console", []string{"Publish a release"}, chromedp.Navigate(base+"/operator/releases"))
+	// The team lists a project in the public directory; it is found by
+	// search and starred.
+	owner.do("projects-tab", []string{"This account has published no project yet.", "Publish a project"},
+		chromedp.Navigate(base+"/app/accounts/"+team+"/projects"))
+	owner.do("project-published", []string{"The project was published.", "Rocket CLI"},
+		chromedp.SendKeys(chromedp.CSS(`#name`), "Rocket CLI"),
+		chromedp.SendKeys(chromedp.CSS(`#summary`), "Launch rockets from the shell"),
+		chromedp.SendKeys(chromedp.CSS(`#description`), "# Rocket CLI\n\nCounts down, *then* launches."),
+		chromedp.SendKeys(chromedp.CSS(`#tags`), "cli, rockets"),
+		chromedp.Click(chromedp.CSS(`#uses-platform`)),
+		submit(`form[action="/app/accounts/`+team+`/projects"]`))
+	owner.do("projects-directory", []string{"Rocket CLI", "Launch rockets from the shell", "rockets (1)"},
+		chromedp.Navigate(base+"/projects"))
+	owner.do("projects-search", []string{"Rocket CLI"},
+		chromedp.SendKeys(chromedp.CSS(`#q`), "rockets"), submit(`form[role="search"]`))
+	owner.do("project-page", []string{"Counts down, then launches.", "Built with", "Star Rocket CLI"},
+		chromedp.Click(chromedp.CSS(`ul.projects h2 a`)))
+	owner.do("project-starred", []string{"You starred this project.", "Unstar Rocket CLI"}, submit(`form[action$="/star"]`))
 	owner.do("signout", []string{"Your software, licensed and delivered"}, submit(`form[action="/signout"]`))
 	owner.do("signed-out", []string{"Sign in"}, chromedp.Navigate(base+"/app"))
 }
