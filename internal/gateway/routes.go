@@ -62,6 +62,7 @@ func Routes() []Route {
 		newRoute("POST /v1/session", Identity, true),
 		newRoute("POST /v1/session/mfa", Identity, true),
 		newRoute("POST /v1/email/verify", Identity, true),
+		newRoute("POST /v1/invitations/preview", Identity, true),
 		newRoute("POST /v1/email/change/confirm", Identity, true),
 		newRoute("POST /v1/password/reset", Identity, true),
 		newRoute("POST /v1/password/reset/confirm", Identity, true),

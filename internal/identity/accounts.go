@@ -167,6 +167,17 @@ func (s *Service) AcceptInvitation(ctx context.Context, p Principal, token strin
 	return s.store.AcceptInvitation(ctx, TokenDigest(token), p.User.ID)
 }
 
+// PreviewInvitation shows an invitation's holder what accepting would
+// do, before they sign in or register. Errors: CodeValidation (token
+// required), ErrInvitationUnknown, ErrInvitationUsed, ErrInvitationExpired.
+func (s *Service) PreviewInvitation(ctx context.Context, token string) (InvitationPreview, error) {
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return InvitationPreview{}, &errs.Error{Code: CodeValidation, Message: "token is required", Fields: []errs.FieldError{{Field: "token", Code: RuleRequired}}}
+	}
+	return s.store.PreviewInvitation(ctx, TokenDigest(token))
+}
+
 // invalidFieldsMessage names the fields that failed in the detail, so the
 // detail and the errors list never disagree; why says what each field
 // must be.

@@ -108,6 +108,17 @@ type Invitation struct {
 	CreatedAt time.Time
 }
 
+// InvitationPreview is what an open invitation's token shows its holder
+// before accepting: the account, the role, the invited address and who
+// invited (the mail said as much).
+type InvitationPreview struct {
+	AccountName  string
+	Role         Role
+	Email        string
+	InviterEmail string
+	ExpiresAt    time.Time
+}
+
 // Principal is an authenticated caller: the user, the session, and — on
 // account routes — the account and the caller's membership of it.
 type Principal struct {

@@ -126,6 +126,9 @@ type Store interface {
 	// ErrInvitationEmailMismatch (the invitation stays usable after the
 	// last three).
 	AcceptInvitation(ctx context.Context, tokenDigest, userID string) (Membership, error)
+	// PreviewInvitation reads the open invitation with tokenDigest.
+	// Errors: as AcceptInvitation's first three.
+	PreviewInvitation(ctx context.Context, tokenDigest string) (InvitationPreview, error)
 	// DeclineInvitation ends the invitation with tokenDigest as declined
 	// by userID, by one conditional UPDATE, and records the invitee's
 	// removal. Errors: ErrInvitationUnknown (also when revoked or

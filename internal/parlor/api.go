@@ -449,6 +449,25 @@ func (c *Client) AcceptInvitation(ctx context.Context, token, invitation string)
 	return m, err
 }
 
+// InvitationPreview is what an invitation's token offers its holder.
+type InvitationPreview struct {
+	AccountName  string    `json:"account_name"`
+	Role         string    `json:"role"`
+	Email        string    `json:"email"`
+	InviterEmail string    `json:"inviter_email"`
+	ExpiresAt    time.Time `json:"expires_at"`
+}
+
+// PreviewInvitation reads an open invitation by its token, signed in or
+// not.
+func (c *Client) PreviewInvitation(ctx context.Context, invitation string) (InvitationPreview, error) {
+	var out struct {
+		Invitation InvitationPreview `json:"invitation"`
+	}
+	err := c.do(ctx, "", "POST", "/v1/invitations/preview", map[string]string{"token": invitation}, &out)
+	return out.Invitation, err
+}
+
 // Entitlements lists an account's entitlements as a customer sees them.
 func (c *Client) Entitlements(ctx context.Context, token, id string) ([]CustomerEntitlement, error) {
 	var out struct {

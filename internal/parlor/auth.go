@@ -55,7 +55,7 @@ func (s *server) landing(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) signupForm(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "signup", &page{Title: "Create your account",
-		Form: map[string]string{"next": r.URL.Query().Get("next")}})
+		Form: map[string]string{"next": r.URL.Query().Get("next"), "email": r.URL.Query().Get("email")}})
 }
 
 // signup registers the user and signs them in at once, so the next page
@@ -133,6 +133,37 @@ type invitationData struct {
 	Token string
 	// Here is this page's own path, for signing in and coming back.
 	Here string
+	// Invitation is what the token offers; nil when it offers nothing
+	// (Refusal says why) or the link carried no token.
+	Invitation *InvitationPreview
+	Refusal    string
+	// SignUp is the sign-up link, the invited address prefilled.
+	SignUp string
+}
+
+// previewInvitation fills d's Invitation, or its Refusal in words. A
+// platform that does not answer leaves both empty: the page still offers
+// to sign in and accept, which say so themselves when it answers.
+func (s *server) previewInvitation(r *http.Request, d *invitationData) {
+	if d.Token == "" {
+		return
+	}
+	v, err := s.api.PreviewInvitation(r.Context(), d.Token)
+	switch {
+	case err == nil:
+		d.Invitation = &v
+		d.SignUp = "/signup?" + url.Values{"next": {d.Here}, "email": {v.Email}}.Encode()
+	case StatusOf(err) == http.StatusNotFound:
+		d.Refusal = "This invitation is not valid: it was withdrawn or replaced by a newer one, or the link was not copied whole."
+	case CodeOf(err) == "invitation_expired":
+		d.Refusal = "This invitation has expired. Ask the account's admin for a new one."
+	case CodeOf(err) == "invitation_used":
+		d.Refusal = "This invitation has already been used."
+	case Unavailable(err) || StatusOf(err) >= 500:
+		s.log.WarnContext(r.Context(), "invitation preview unavailable", "err", err.Error())
+	default:
+		d.Refusal = sentence(err)
+	}
 }
 
 func (s *server) invitationForm(w http.ResponseWriter, r *http.Request) {
@@ -143,7 +174,9 @@ func (s *server) invitationForm(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, nil, err)
 		return
 	}
-	p := &page{Title: "Accept an invitation", Data: invitationData{Token: token, Here: here}}
+	d := invitationData{Token: token, Here: here, SignUp: "/signup?next=" + url.QueryEscape(here)}
+	s.previewInvitation(r, &d)
+	p := &page{Title: "Accept an invitation", Data: d}
 	if sess != nil {
 		p.User = &sess.Me
 	}
@@ -162,8 +195,9 @@ func (s *server) acceptInvitation(w http.ResponseWriter, r *http.Request, sess *
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	m, err := s.api.AcceptInvitation(r.Context(), sess.Token, token)
 	if err != nil {
-		p := &page{Title: "Accept an invitation", User: &sess.Me,
-			Data: invitationData{Token: token, Here: "/invitations/accept?token=" + url.QueryEscape(token)}}
+		d := invitationData{Token: token, Here: "/invitations/accept?token=" + url.QueryEscape(token)}
+		s.previewInvitation(r, &d)
+		p := &page{Title: "Accept an invitation", User: &sess.Me, Data: d}
 		status := formFailure(p, err)
 		switch {
 		case StatusOf(err) == http.StatusNotFound:

@@ -171,10 +171,16 @@ func TestBrowserJourney(t *testing.T) {
 	}
 
 	member := newBrowser(t, exe, "member", base, shots, axe, &step)
-	member.do("open-invitation", []string{"To accept this invitation, sign in"}, chromedp.Navigate(link))
+	member.do("open-invitation", []string{"owner@example.com invites member@example.com to join Acme Rockets as a member.", "To accept, sign in"},
+		chromedp.Navigate(link))
 	member.do("signup-form-from-invitation", []string{"Create your account"},
-		chromedp.Click(chromedp.CSS(`main a[href^="/signup?next="]`)))
-	member.do("signup-from-invitation", []string{"signed in as member@example.com"}, signUpActions("member@example.com")...)
+		chromedp.Click(chromedp.CSS(`main a[href^="/signup?"]`)))
+	if v, _ := chromedp.Run(member.ctx, chromedp.Evaluate[string](`document.getElementById("email").value`)); v != "member@example.com" {
+		t.Errorf("the sign-up from the invitation is prefilled with %q, want the invited address", v)
+	}
+	member.do("signup-from-invitation", []string{"signed in as member@example.com", "Join Acme Rockets"},
+		chromedp.SendKeys(chromedp.CSS(`#password`), "correct horse battery"),
+		chromedp.Click(chromedp.CSS(`main form button[type=submit]`)))
 	// Only a verified holder of the invited address accepts: the link
 	// comes from the quick start's local mailbox.
 	member.do("open-verification-link", []string{"Verify my address"}, chromedp.Navigate(mailboxLink(t, "member@example.com", "/verify")))

@@ -18,8 +18,10 @@ var tokenInLink = regexp.MustCompile(`/invitations/accept\?token=([A-Za-z0-9_%.~
 func teamWithMember(t *testing.T, st *stack, base string) (owner, member *visitor, team, memberEmail string) {
 	t.Helper()
 	owner = newVisitor(t, base)
-	owner.signUp(uniqueEmail("owner"))
-	a := owner.post("/app/accounts", url.Values{"name": {"Team " + uniqueEmail("t")[5:13]}})
+	ownerEmail := uniqueEmail("owner")
+	owner.signUp(ownerEmail)
+	teamName := "Team " + uniqueEmail("t")[5:13]
+	a := owner.post("/app/accounts", url.Values{"name": {teamName}})
 	if a.Status != http.StatusSeeOther {
 		t.Fatalf("create team: %d\n%s", a.Status, visibleText(a.Body))
 	}
@@ -34,10 +36,22 @@ func teamWithMember(t *testing.T, st *stack, base string) (owner, member *visito
 		t.Errorf("the account page shows an invitation token or says mail is not sent:\n%s", visibleText(page.Body))
 	}
 	token := linkTokenOf(t, st.linkIn(t, memberEmail, "/invitations/accept"))
+	// Signed out, the link names the team, the inviter and the role, and
+	// its sign-up carries the invited address.
+	anon := newVisitor(t, base)
+	invite := anon.get("/invitations/accept?token="+url.QueryEscape(token)).
+		expect(t, http.StatusOK, ownerEmail+" invites "+memberEmail+" to join "+teamName+" as a member.")
+	signup := regexp.MustCompile(`href="(/signup\?[^"]+)"`).FindStringSubmatch(invite.Body)
+	if signup == nil || !strings.Contains(signup[1], "email="+url.QueryEscape(memberEmail)) {
+		t.Fatalf("the sign-up link does not carry the invited address: %v", signup)
+	}
+	if form := anon.get(strings.ReplaceAll(signup[1], "&amp;", "&")); !strings.Contains(form.Body, `value="`+memberEmail+`"`) {
+		t.Errorf("the sign-up form is not prefilled with %s", memberEmail)
+	}
 	member = newVisitor(t, base)
 	member.signUp(memberEmail)
 	member.verify(st, memberEmail) // only a verified holder of the invited address accepts
-	member.get("/invitations/accept?token="+url.QueryEscape(token)).expect(t, http.StatusOK, "signed in as "+memberEmail)
+	member.get("/invitations/accept?token="+url.QueryEscape(token)).expect(t, http.StatusOK, "signed in as "+memberEmail, "Join "+teamName)
 	a = member.post("/invitations/accept", url.Values{"token": {token}})
 	if a.Status != http.StatusSeeOther || accountIDFrom(t, a.location()) != team {
 		t.Fatalf("accept: %d to %q, want 303 to the team", a.Status, a.location())

@@ -224,7 +224,7 @@ func TestSignedOutVisitorsAreSentToSignIn(t *testing.T) {
 	}
 	v.get("/").expect(t, http.StatusOK, "Create an account", "Sign in")
 	v.get("/signin?next=/app").expect(t, http.StatusOK, "Sign in")
-	v.get("/invitations/accept?token=abc").expect(t, http.StatusOK, "To accept this invitation, sign in")
+	v.get("/invitations/accept?token=abc").expect(t, http.StatusOK, "To accept, sign in")
 }
 
 func TestSignInKeepsTheDestinationOnThisSite(t *testing.T) {

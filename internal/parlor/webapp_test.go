@@ -249,7 +249,7 @@ func TestVerificationLeadsBackToTheInvitation(t *testing.T) {
 	link := st.linkIn(t, invitee, "/invitations/accept")
 
 	v := newVisitor(t, base)
-	v.get(link).expect(t, http.StatusOK, "To accept this invitation, sign in")
+	v.get(link).expect(t, http.StatusOK, "To accept, sign in")
 	v.signUp(invitee)
 	v.get(link).expect(t, http.StatusOK, "Only a verified address accepts an invitation")
 	v.post("/invitations/accept", url.Values{"token": {linkTokenOf(t, link)}}).

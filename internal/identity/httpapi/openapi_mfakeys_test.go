@@ -204,7 +204,7 @@ func exerciseMFAAndKeys(t *testing.T, c *openapitest.Client, env *identitytest.E
 	}
 	public := map[string]bool{"POST /v1/users": true, "POST /v1/session": true, "POST /v1/session/mfa": true,
 		"POST /v1/email/verify": true, "POST /v1/password/reset": true, "POST /v1/password/reset/confirm": true,
-		"POST /v1/email/change/confirm": true}
+		"POST /v1/email/change/confirm": true, "POST /v1/invitations/preview": true}
 	for _, rt := range oaRoutes(team.ID, b.User.ID) {
 		switch {
 		case public[rt.method+" "+rt.path]:

@@ -287,10 +287,29 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("POST", inv+"/not-a-uuid/resend", "", 404, "not_found", openapitest.Bearer(adminTok))
 		c.Code("POST", inv+"/"+fresh.ID+"/resend", "", 401, "unauthorized")
 		c.Code("POST", "/v1/invitations/accept", `{"token":"`+fresh.Token+`"}`, 404, "not_found", openapitest.Bearer(inviteeTok))
+		preview := "/v1/invitations/preview"
+		var pv struct {
+			Invitation struct {
+				AccountName  string `json:"account_name"`
+				Role         string `json:"role"`
+				Email        string `json:"email"`
+				InviterEmail string `json:"inviter_email"`
+			} `json:"invitation"`
+		}
+		c.JSON("POST", preview, `{"token":"`+resent.Token+`"}`, 200, &pv)
+		if pv.Invitation.Email != "fresh@example.com" || pv.Invitation.Role != "member" || pv.Invitation.AccountName == "" || pv.Invitation.InviterEmail == "" {
+			t.Errorf("preview = %+v", pv.Invitation)
+		}
+		c.Code("POST", preview, `{"token":"`+fresh.Token+`"}`, 404, "not_found")
+		c.Code("POST", preview, `{"token":" "}`, 422, "validation_failed")
+		c.Code("POST", preview, `{"token":[]}`, 400, "malformed_json")
+		c.Code("POST", preview, `{}`, 415, "unsupported_media_type", plain)
+		c.Code("POST", preview, big, 413, "body_too_large")
 		decline := "/v1/invitations/decline"
 		c.Code("POST", decline, `{"token":"`+resent.Token+`"}`, 403, "forbidden", openapitest.Header("Cookie", SessionCookie+"="+inviteeTok), evil)
 		c.Do("POST", decline, `{"token":"`+resent.Token+`"}`, 204, openapitest.Bearer(inviteeTok))
 		c.Code("POST", decline, `{"token":"`+resent.Token+`"}`, 410, "invitation_used", openapitest.Bearer(inviteeTok))
+		c.Code("POST", preview, `{"token":"`+resent.Token+`"}`, 410, "invitation_used")
 		c.Code("POST", decline, `{"token":"`+fresh.Token+`"}`, 404, "not_found", openapitest.Bearer(inviteeTok))
 		c.Code("POST", decline, `{"token":" "}`, 422, "validation_failed", openapitest.Bearer(inviteeTok))
 		c.Code("POST", decline, `{"token":[]}`, 400, "malformed_json", openapitest.Bearer(inviteeTok))
@@ -464,6 +483,7 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"DELETE", acct + "/invitations/" + userID, ""},
 		{"POST", acct + "/invitations/" + userID + "/resend", ""},
 		{"POST", "/v1/invitations/decline", `{"token":"abc"}`},
+		{"POST", "/v1/invitations/preview", `{"token":"abc"}`},
 		{"POST", "/v1/email/verify", `{"token":"abc"}`},
 		{"POST", "/v1/me/email/verification", ""},
 		{"POST", "/v1/password/reset", `{"email":"owner@example.com"}`},

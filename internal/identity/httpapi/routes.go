@@ -102,6 +102,7 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.Handle("DELETE /v1/accounts/{accountID}/invitations/{invitationID}", a.member(identity.MinRoleInvite, a.revokeInvitation))
 	mux.Handle("POST /v1/accounts/{accountID}/invitations/{invitationID}/resend", a.member(identity.MinRoleInvite, a.resendInvitation))
 	mux.Handle("POST /v1/invitations/accept", a.authenticated(a.acceptInvitation))
+	mux.HandleFunc("POST /v1/invitations/preview", a.previewInvitation)
 	mux.Handle("POST /v1/invitations/decline", a.authenticated(a.declineInvitation))
 
 	// The credential lifecycle (lifecycle.go). The token routes need no

@@ -116,6 +116,24 @@ func (a *api) resendInvitation(w http.ResponseWriter, r *http.Request, p identit
 	httpx.WriteJSON(w, http.StatusOK, invitationBody{inv.ID, inv.AccountID, inv.Email, inv.Role, inv.Token, inv.ExpiresAt.UTC(), inv.CreatedAt.UTC()})
 }
 
+func (a *api) previewInvitation(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Token string `json:"token"`
+	}
+	if err := httpx.DecodeJSON(w, r, &in); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	v, err := a.svc.PreviewInvitation(r.Context(), in.Token)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"invitation": map[string]any{
+		"account_name": v.AccountName, "role": v.Role, "email": v.Email, "inviter_email": v.InviterEmail, "expires_at": v.ExpiresAt.UTC()}})
+}
+
 func (a *api) declineInvitation(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	var in struct {
 		Token string `json:"token"`

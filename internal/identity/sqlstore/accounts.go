@@ -386,6 +386,27 @@ func (s *Store) AcceptInvitation(ctx context.Context, digest, userID string) (id
 	return m, err
 }
 
+// PreviewInvitation implements identity.Store.
+func (s *Store) PreviewInvitation(ctx context.Context, digest string) (identity.InvitationPreview, error) {
+	var (
+		v    identity.InvitationPreview
+		role string
+	)
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		err := tx.QueryRow(ctx, `
+			SELECT a.name, i.role, i.email, COALESCE(u.email, ''), i.expires_at
+			FROM invitations i JOIN accounts a ON a.id = i.account_id LEFT JOIN users u ON u.id = i.invited_by
+			WHERE i.token_digest = $1 AND i.accepted_at IS NULL AND i.declined_at IS NULL AND i.revoked_at IS NULL
+			  AND i.expires_at > $2`, digest, tx.Now).Scan(&v.AccountName, &role, &v.Email, &v.InviterEmail, &v.ExpiresAt)
+		if errors.Is(err, sql.ErrNoRows) {
+			return whyNotAccepted(ctx, tx, digest)
+		}
+		return err
+	})
+	v.Role = identity.Role(role)
+	return v, err
+}
+
 // whyNotAccepted explains a failed accept or decline: unknown (or
 // revoked: a withdrawn invitation is answered as if it never was), used
 // (accepted or declined) or expired.
