@@ -2,7 +2,10 @@ package identity
 
 import (
 	"context"
+	"strings"
+	"unicode/utf8"
 
+	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/ids"
 )
 
@@ -12,6 +15,10 @@ type StaffStore interface {
 	// AccountByID returns the account with id; its Role is empty, since
 	// the reader holds none. Errors: ErrAccountNotFound.
 	AccountByID(ctx context.Context, id string) (Account, error)
+	// StaffAccounts returns a page of every account, oldest first, or,
+	// with query, of those whose name or handle contains it or that have
+	// a member whose address contains it (literally, case-insensitively).
+	StaffAccounts(ctx context.Context, query string, page PageRequest) ([]Account, *Cursor, error)
 }
 
 // StaffAccount reads any account for staff. A malformed id is the same
@@ -24,6 +31,21 @@ func (s *Service) StaffAccount(ctx context.Context, p Principal, accountID strin
 		return Account{}, ErrAccountNotFound
 	}
 	return s.store.AccountByID(ctx, accountID)
+}
+
+// StaffAccounts is the console's list of accounts, every account or
+// those matching query (a name, a handle or a member's address). Errors:
+// ErrNotStaff, CodeValidation (query too_short).
+func (s *Service) StaffAccounts(ctx context.Context, p Principal, query string, page PageRequest) ([]Account, *Cursor, error) {
+	if !p.User.Staff {
+		return nil, nil, ErrNotStaff
+	}
+	query = strings.TrimSpace(query)
+	if query != "" && utf8.RuneCountInString(query) < SearchMinQuery {
+		return nil, nil, &errs.Error{Code: CodeValidation, Message: "query must be at least 2 characters",
+			Fields: []errs.FieldError{{Field: "query", Code: RuleTooShort}}}
+	}
+	return s.store.StaffAccounts(ctx, query, page)
 }
 
 // StaffMembers returns a page of any account's memberships for staff,

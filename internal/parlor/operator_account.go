@@ -28,17 +28,50 @@ type accountPageData struct {
 // maxMemberPages bounds the member pages one view reads (200 a page).
 const maxMemberPages = 5
 
-// operatorAccountLookup opens the page of the account whose id the
-// operator typed; without one it shows the form again.
+// staffAccountsData is the console's list of accounts.
+type staffAccountsData struct {
+	Query    string
+	Accounts []StaffAccount
+	// More is the next page's query string, empty on the last page.
+	More string
+}
+
+// operatorAccountLookup is the console's accounts: with an id (the
+// console's Open form) the page of that account; otherwise every
+// account, or those whose name, handle or a member's address contains
+// the query, 50 a page.
 func (s *server) operatorAccountLookup(w http.ResponseWriter, r *http.Request, sess *session) {
-	id := strings.TrimSpace(r.URL.Query().Get("id"))
-	if id == "" {
-		p := &page{Title: "Operator console", User: &sess.Me, Tab: "home",
-			Errors: map[string]string{"id": "Type the account's id, such as 0b0e5f0c-…: the buyer reads it from their accounts page."}}
-		s.render(w, r, http.StatusBadRequest, "operator", p)
+	if id := strings.TrimSpace(r.URL.Query().Get("id")); id != "" {
+		http.Redirect(w, r, "/operator/accounts/"+url.PathEscape(id), http.StatusSeeOther)
 		return
 	}
-	http.Redirect(w, r, "/operator/accounts/"+url.PathEscape(id), http.StatusSeeOther)
+	query := strings.TrimSpace(r.URL.Query().Get("query"))
+	p := &page{Title: "Accounts · Operator console", User: &sess.Me, Tab: "accounts", Form: map[string]string{"query": query}}
+	list, next, err := s.api.StaffAccounts(r.Context(), sess.Token, query, r.URL.Query().Get("cursor"))
+	if err != nil {
+		if StatusOf(err) != http.StatusUnprocessableEntity {
+			s.fail(w, r, &sess.Me, err)
+			return
+		}
+		status := formFailure(p, err)
+		p.Error = ""
+		if _, ok := p.Errors["query"]; !ok {
+			p.Error = "This page of the list no longer exists: search again."
+		}
+		p.Data = staffAccountsData{Query: query}
+		s.render(w, r, status, "operator_accounts", p)
+		return
+	}
+	d := staffAccountsData{Query: query, Accounts: list}
+	if next != "" {
+		more := url.Values{"cursor": {next}}
+		if query != "" {
+			more.Set("query", query)
+		}
+		d.More = more.Encode()
+	}
+	p.Data = d
+	s.render(w, r, http.StatusOK, "operator_accounts", p)
 }
 
 func (s *server) operatorAccount(w http.ResponseWriter, r *http.Request, sess *session) {

@@ -60,7 +60,7 @@ func TestOperatorAccountPage(t *testing.T) {
 				t.Errorf("%s does not link to the account's page", path)
 			}
 		}
-		op.get("/operator").expect(t, http.StatusOK, "Account id", "Open")
+		op.get("/operator").expect(t, http.StatusOK, "Accounts", "Open")
 	})
 
 	t.Run("Lookup", func(t *testing.T) {
@@ -73,8 +73,13 @@ func TestOperatorAccountPage(t *testing.T) {
 		}{
 			{"OK", "?id=" + team, http.StatusSeeOther, "/operator/accounts/" + team, ""},
 			{"Trimmed", "?id=%20" + team + "%20", http.StatusSeeOther, "/operator/accounts/" + team, ""},
-			{"ErrEmpty", "?id=%20", http.StatusBadRequest, "", "Type the account's id"},
-			{"ErrMissing", "", http.StatusBadRequest, "", "Type the account's id"},
+			{"EmptyIDLists", "?id=%20", http.StatusOK, "", "Harbour Lights"},
+			{"EveryAccount", "", http.StatusOK, "", "Harbour Lights"},
+			{"ByName", "?query=harbour", http.StatusOK, "", "Harbour Lights"},
+			{"ByMemberAddress", "?query=" + url.QueryEscape(buyerEmail), http.StatusOK, "", "Harbour Lights"},
+			{"NoMatch", "?query=no+such+account", http.StatusOK, "", "No account matches “no such account”."},
+			{"ErrShortQuery", "?query=h", http.StatusUnprocessableEntity, "", "Type at least 2 characters."},
+			{"ErrStaleCursor", "?cursor=nope", http.StatusUnprocessableEntity, "", "This page of the list no longer exists"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

@@ -25,6 +25,28 @@ func (c *Client) StaffAccount(ctx context.Context, token, id string) (StaffAccou
 	return out.Account, err
 }
 
+// StaffAccounts reads a page of every account, or of those whose name,
+// handle or a member's address contains query (staff only); next is ""
+// on the last page.
+func (c *Client) StaffAccounts(ctx context.Context, token, query, cursor string) (accounts []StaffAccount, next string, err error) {
+	var out struct {
+		Accounts   []StaffAccount `json:"accounts"`
+		NextCursor *string        `json:"next_cursor"`
+	}
+	q := url.Values{"limit": {"50"}}
+	if query != "" {
+		q.Set("query", query)
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	err = c.do(ctx, token, "GET", "/v1/operator/accounts?"+q.Encode(), nil, &out)
+	if out.NextCursor != nil {
+		next = *out.NextCursor
+	}
+	return out.Accounts, next, err
+}
+
 // StaffMembers reads one page of any account's members (staff only);
 // next is "" on the last page.
 func (c *Client) StaffMembers(ctx context.Context, token, id, cursor string) (members []Member, next string, err error) {

@@ -29,6 +29,35 @@ func (a *api) staffAccount(w http.ResponseWriter, r *http.Request, p identity.Pr
 		acc.ID, acc.Name, acc.Slug, acc.Personal, acc.CreatedAt.UTC(), acc.UpdatedAt.UTC()}})
 }
 
+func (a *api) staffAccounts(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	if !p.User.Staff {
+		a.fail(w, r, identity.ErrNotStaff)
+		return
+	}
+	page, err := identity.ParsePage(r.URL.Query().Get("cursor"), r.URL.Query().Get("limit"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	accounts, next, err := a.svc.StaffAccounts(r.Context(), p, r.URL.Query().Get("query"), page)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	out := struct {
+		Accounts   []staffAccountBody `json:"accounts"`
+		NextCursor *string            `json:"next_cursor"`
+	}{Accounts: make([]staffAccountBody, len(accounts))}
+	for i, acc := range accounts {
+		out.Accounts[i] = staffAccountBody{acc.ID, acc.Name, acc.Slug, acc.Personal, acc.CreatedAt.UTC(), acc.UpdatedAt.UTC()}
+	}
+	if next != nil {
+		c := next.Encode()
+		out.NextCursor = &c
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
 func (a *api) staffMembers(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	// Staff is checked before the query is read, so a customer learns
 	// nothing from a malformed cursor either.

@@ -19,6 +19,22 @@ func exerciseStaffAccounts(t *testing.T, c *openapitest.Client, acct, staffTok, 
 	c.Code("GET", "/v1/operator/accounts/"+uuidZero, "", 404, "not_found", openapitest.Bearer(staffTok))
 	c.Code("GET", "/v1/operator/accounts/not-a-uuid", "", 404, "not_found", openapitest.Bearer(staffTok))
 
+	var found struct {
+		Accounts []struct {
+			ID string `json:"id"`
+		} `json:"accounts"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	c.JSON("GET", "/v1/operator/accounts?limit=1", "", 200, &found, openapitest.Bearer(staffTok))
+	if len(found.Accounts) != 1 || found.NextCursor == nil {
+		t.Fatalf("staff accounts?limit=1: %+v", found)
+	}
+	c.Do("GET", "/v1/operator/accounts?limit=1&cursor="+*found.NextCursor, "", 200, openapitest.Bearer(staffTok))
+	c.Do("GET", "/v1/operator/accounts?query=example.com", "", 200, openapitest.Bearer(staffTok))
+	c.Code("GET", "/v1/operator/accounts?query=x", "", 422, "validation_failed", openapitest.Bearer(staffTok))
+	c.Code("GET", "/v1/operator/accounts", "", 401, "unauthorized")
+	c.Code("GET", "/v1/operator/accounts", "", 403, "forbidden", openapitest.Bearer(customerTok))
+
 	members := one + "/members"
 	var page struct {
 		NextCursor *string `json:"next_cursor"`

@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,6 +62,33 @@ func TestStaffAccountRoutes(t *testing.T) {
 		if m := second["members"].([]any); len(m) != 1 || m[0].(map[string]any)["email"] != "joiner@example.com" {
 			t.Errorf("second page = %v", second)
 		}
+
+		// The console's account list: every account, or a search by name,
+		// handle or a member's address; customers are refused.
+		search := func(query string) []string {
+			t.Helper()
+			got := s.do(t, "GET", "/v1/operator/accounts?query="+url.QueryEscape(query), nil, bearer(staff)).want(t, http.StatusOK).object(t)
+			var names []string
+			for _, a := range got["accounts"].([]any) {
+				names = append(names, a.(map[string]any)["name"].(string))
+			}
+			return names
+		}
+		if got := search("acm"); len(got) != 1 || got[0] != "Acme" {
+			t.Errorf("search by name = %v, want [Acme]", got)
+		}
+		if got := search("JOINER@"); !slices.Contains(got, "Acme") {
+			t.Errorf("search by a member's address = %v, want Acme among them", got)
+		}
+		if got := search("100%_"); len(got) != 0 {
+			t.Errorf("LIKE's wildcards matched literally: %v", got)
+		}
+		all := s.do(t, "GET", "/v1/operator/accounts", nil, bearer(staff)).want(t, http.StatusOK).object(t)
+		if n := len(all["accounts"].([]any)); n != 4 { // three personal accounts and Acme
+			t.Errorf("every account = %d, want 4", n)
+		}
+		s.do(t, "GET", "/v1/operator/accounts", nil, bearer(owner)).problem(t, http.StatusForbidden, "forbidden")
+		s.do(t, "GET", "/v1/operator/accounts?query=a", nil, bearer(staff)).problem(t, http.StatusUnprocessableEntity, "validation_failed")
 
 		const unknown = "6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d"
 		for _, tt := range []struct {

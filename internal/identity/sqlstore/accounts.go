@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,6 +43,48 @@ func (s *Store) ListAccounts(ctx context.Context, userID string, page identity.P
 			return nil, nil, err
 		}
 		a.Role = identity.Role(role)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(out) > page.Limit {
+		out = out[:page.Limit]
+		last := out[len(out)-1]
+		return out, &identity.Cursor{At: last.CreatedAt, ID: last.ID}, nil
+	}
+	return out, nil, nil
+}
+
+// StaffAccounts implements identity.Store.
+func (s *Store) StaffAccounts(ctx context.Context, query string, page identity.PageRequest) ([]identity.Account, *identity.Cursor, error) {
+	after := start(page)
+	match := "TRUE"
+	args := []any{after.At, after.ID, page.Limit + 1}
+	if query != "" {
+		pattern := "%" + escapeLike(strings.ToLower(query)) + "%"
+		if s.db.Engine == sqldb.SQLite {
+			pattern = "%" + escapeLike(lower(query)) + "%"
+		}
+		args = append(args, pattern)
+		match = `(lower(a.name) LIKE $4 ESCAPE '\' OR a.slug LIKE $4 ESCAPE '\' OR EXISTS (
+			SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.account_id = a.id AND u.email LIKE $4 ESCAPE '\'))`
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT `+accountColumns+` FROM accounts a
+		WHERE (a.created_at, a.id) > ($1, $2) AND `+match+`
+		ORDER BY a.created_at, a.id
+		LIMIT $3`, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	out := []identity.Account{}
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, nil, err
+		}
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
