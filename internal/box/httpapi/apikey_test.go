@@ -25,6 +25,8 @@ func TestAPIKeyScopes(t *testing.T) {
 		{"FetchWithArtifactsFetch", `"artifacts:fetch"`, "POST", "/artifact_fetches", fetch, 201, ""},
 		{"ErrFetchWithoutScope", `"releases:read"`, "POST", "/artifact_fetches", fetch, 403, "insufficient_scope"},
 		{"EntitlementsWithScope", `"entitlements:read"`, "GET", "/entitlements", "", 200, ""},
+		{"HoldingsWithScope", `"entitlements:read"`, "GET", "/holdings", "", 200, ""},
+		{"ErrHoldingsWithoutScope", `"releases:read"`, "GET", "/holdings", "", 403, "insufficient_scope"},
 		{"ErrEntitlementsWithoutScope", `"artifacts:fetch"`, "GET", "/entitlements", "", 403, "insufficient_scope"},
 		{"ReleasesWithScope", `"releases:read"`, "GET", "/releases", "", 200, ""},
 		{"ErrTimelineWithoutScope", `"releases:read"`, "GET", "/audit-events", "", 403, "insufficient_scope"},
@@ -51,7 +53,7 @@ func TestAPIKeyScopes(t *testing.T) {
 
 // exerciseKeyScopes is the conformance suite's part for API keys: each
 // account route refuses a key without its scope.
-func exerciseKeyScopes(t *testing.T, c *openapitest.Client, e *env) {
+func exerciseKeyScopes(t *testing.T, c *openapitest.Client, e *env, installationID string) {
 	t.Helper()
 	defer e.identity.setOverride(nil)
 	e.identity.setOverride(answer(200, `{"id":"`+account+`","role":"api_key","scopes":["account:read"]}`))
@@ -59,10 +61,16 @@ func exerciseKeyScopes(t *testing.T, c *openapitest.Client, e *env) {
 	acct := "/v1/accounts/" + account
 	for _, rt := range []struct{ method, path, body string }{
 		{"GET", acct + "/entitlements", ""},
+		{"GET", acct + "/holdings", ""},
 		{"POST", acct + "/artifact_fetches", `{"artifact":"kit"}`},
 		{"GET", acct + "/releases", ""},
 		{"POST", acct + "/approvals", `{"release_id":1}`},
 		{"POST", acct + "/claims", `{}`},
+		{"POST", acct + "/installations", `{"product":"platform","fingerprint":"k","name":"k"}`},
+		{"GET", acct + "/installations", ""},
+		{"POST", "/v1/installations/" + installationID + "/heartbeat", `{}`},
+		{"DELETE", "/v1/installations/" + installationID, ""},
+		{"POST", "/v1/installations/" + installationID + "/license", ""},
 	} {
 		c.Code(rt.method, rt.path, rt.body, 403, "insufficient_scope", key)
 	}
