@@ -88,11 +88,12 @@ func Routes() []Route {
 		// licensing.md §5: holdings, installations and their licences.
 		"/v1/accounts/{id}/holdings",
 		"/v1/accounts/{id}/installations",
-		"/v1/installations",
 		"/v1/operator/installations",
 	} {
 		add(subtree(p, Box)...)
 	}
+	// Only the subtree: /v1/installations itself names nothing.
+	add(newRoute("/v1/installations/", Box, false))
 	add(newRoute("/v1/capabilities/", Box, false), newRoute("POST /v1/capabilities/redeem", Box, true))
 	// The licence keys are public: anyone may verify a licence file.
 	add(newRoute("GET /v1/license/keys", Box, true))
