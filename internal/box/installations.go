@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/ids"
 	"github.com/platformco/platform/internal/semver"
@@ -130,7 +132,9 @@ func (p *problems) version(field string, s *string) *string {
 func (s *Service) Activate(ctx context.Context, m Member, token string, in ActivateInput) (Activation, error) {
 	var p problems
 	ni := NewInstallation{
-		ID:          ids.New(),
+		// A random (v4) id, as for accounts: it is in the customer's URLs
+		// and licences, where a creation time has no business.
+		ID:          uuid.NewString(),
 		AccountID:   m.accountID,
 		Product:     p.product("product", in.Product, ""),
 		Fingerprint: p.fingerprint("fingerprint", in.Fingerprint),
