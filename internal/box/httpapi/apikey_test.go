@@ -30,6 +30,9 @@ func TestAPIKeyScopes(t *testing.T) {
 		{"ErrEntitlementsWithoutScope", `"artifacts:fetch"`, "GET", "/entitlements", "", 403, "insufficient_scope"},
 		{"ReleasesWithScope", `"releases:read"`, "GET", "/releases", "", 200, ""},
 		{"ErrTimelineWithoutScope", `"releases:read"`, "GET", "/audit-events", "", 403, "insufficient_scope"},
+		{"ActivateWithInstallationsWrite", `"installations:write"`, "POST", "/installations", `{"product":"kit","fingerprint":"ci-1","name":"CI"}`, 201, ""},
+		{"ErrActivateWithoutScope", `"artifacts:fetch"`, "POST", "/installations", `{"product":"kit","fingerprint":"ci-2","name":"CI"}`, 403, "insufficient_scope"},
+		{"ErrListInstallationsIsNoKeys", `"installations:write"`, "GET", "/installations", "", 403, "insufficient_scope"},
 		{"ErrClaimIsNoKeys", `"account:read","entitlements:read","artifacts:fetch","releases:read","releases:approve"`, "POST", "/claims", `{}`, 403, "insufficient_scope"},
 	}
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
