@@ -19,6 +19,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
+	"github.com/platformco/platform/internal/licensecmd"
 	"github.com/platformco/platform/internal/pantry/pantrycmd"
 	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
@@ -39,6 +40,7 @@ commands:
   billing serve|migrate|plans seed      plans, checkout, processor webhooks; its schema
   courier serve|migrate                 email, preferences and webhooks, and their schema
   keyholder serve|migrate|publish       the registry-credential exchange
+  license verify FILE --keys URL|FILE   check a licence file offline [--fingerprint F] [--version V]
   pantry serve|migrate                  the project registry
   parlor serve                          the web app
   events publish --service NAME         the outbox publisher loop
@@ -88,6 +90,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return eventscmd.Run(ctx, args[1:], env)
 	case "keyholder":
 		return keyholdercmd.Command.Run(ctx, args[1:], env)
+	case "license":
+		return licensecmd.Run(ctx, args[1:], env)
 	case "pantry":
 		return pantrycmd.Command.Run(ctx, args[1:], env)
 	case "parlor":

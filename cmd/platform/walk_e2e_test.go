@@ -64,7 +64,8 @@ func TestReadmeWalk(t *testing.T) {
 	if last := lines[len(lines)-1]; last != unit {
 		t.Errorf("the pull through the gateway got the manifest %q, want the published %s\n%s", last, unit, out)
 	}
-	for _, want := range []string{`"secret":"whsec_`, "published release platform 1.2.3", "api key fetch: platform", "found: widget-cli"} {
+	for _, want := range []string{`"secret":"whsec_`, "published release platform 1.2.3", "api key fetch: platform", "found: widget-cli",
+		`{"product":"platform","version_range":`, "valid: platform"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the walk's output lacks %q:\n%s", want, out)
 		}

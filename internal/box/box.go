@@ -26,6 +26,12 @@ const (
 	CodeVersionNotGranted   = "version_not_granted"  // 403
 	CodeCapabilityUsed      = "capability_used"      // 410
 	CodeCapabilityExpired   = "capability_expired"   // 410
+	// CodeInstallationLimit: activating one more installation than the
+	// grant's max_installations allows.
+	CodeInstallationLimit = "installation_limit" // 409
+	// CodeInstallationEnded: a heartbeat or licence for an installation
+	// that was deactivated or revoked.
+	CodeInstallationEnded = "installation_ended" // 410
 )
 
 // Messages of the fixed denials (entitlements.md section 7).
@@ -77,6 +83,9 @@ type Entitlement struct {
 	RevokedBy    *string
 	GrantedAt    time.Time
 	RevokedAt    *time.Time
+	// MaxInstallations caps the entitlement's counting installations; nil
+	// is unlimited.
+	MaxInstallations *int
 }
 
 // Range returns the entitlement's version range; a null range is Any. Only
@@ -96,6 +105,8 @@ type NewEntitlement struct {
 	Source       *string
 	Reference    *string
 	GrantedBy    string
+	// MaxInstallations is nil for unlimited.
+	MaxInstallations *int
 }
 
 // EntitlementFilter selects rows of the operator list. Empty strings do not
@@ -251,6 +262,81 @@ type Store interface {
 	Claim(ctx context.Context, accountID, userID string) (*Claim, Entitlement, error)
 	// Timeline returns the account's release and approval events.
 	Timeline(ctx context.Context, accountID string, limit int) ([]AuditEvent, error)
+
+	// Activate records an installation under the account's active
+	// entitlement for the product, after authorize accepts that
+	// entitlement (nil when none). An active installation with the same
+	// fingerprint is seen again instead (last_seen_at, version) and
+	// returned with created false. Errors: installation_limit (the
+	// database's rule), whatever authorize returns.
+	Activate(ctx context.Context, in NewInstallation, authorize func(*Entitlement) error) (inst Installation, created bool, err error)
+	// Installation reads one installation. Errors: not_found.
+	Installation(ctx context.Context, id string) (Installation, error)
+	// Heartbeat records that an active installation was seen now, with its
+	// version when not nil. Errors: not_found, installation_ended,
+	// installation_limit (a lapsed installation whose place was taken).
+	Heartbeat(ctx context.Context, id string, version *string, ttl time.Duration) (Installation, error)
+	// Deactivate ends an active installation; an ended one is returned
+	// unchanged. Errors: not_found.
+	Deactivate(ctx context.Context, id string) (Installation, error)
+	// Installations lists installations newest first.
+	Installations(ctx context.Context, f InstallationFilter) ([]Installation, error)
+}
+
+// Installation statuses as stored; StatusInactive is only ever computed.
+const (
+	InstallationActive      = "active"
+	InstallationInactive    = "inactive"
+	InstallationDeactivated = "deactivated"
+	InstallationRevoked     = "revoked"
+)
+
+// Installation is one running copy of a unit at a customer.
+type Installation struct {
+	ID            string
+	AccountID     string
+	EntitlementID int64
+	Product       string
+	Fingerprint   string
+	Name          string
+	Version       *string
+	// Status is active, deactivated or revoked as stored; StatusAt tells
+	// an active one that has lapsed.
+	Status     string
+	LastSeenAt time.Time
+	// LapsesAt is when an active installation stops counting toward the
+	// limit unless seen again.
+	LapsesAt  time.Time
+	CreatedAt time.Time
+	EndedAt   *time.Time
+}
+
+// StatusAt is the installation's status at now: an active installation
+// unseen since LapsesAt is inactive.
+func (i Installation) StatusAt(now time.Time) string {
+	if i.Status == InstallationActive && !now.Before(i.LapsesAt) {
+		return InstallationInactive
+	}
+	return i.Status
+}
+
+// NewInstallation is a validated activation, ready to store.
+type NewInstallation struct {
+	ID          string
+	AccountID   string
+	Product     string
+	Fingerprint string
+	Name        string
+	Version     *string
+	// TTL is how long the installation counts without a heartbeat.
+	TTL time.Duration
+}
+
+// InstallationFilter selects installations; an empty AccountID lists
+// every account's.
+type InstallationFilter struct {
+	AccountID string
+	Limit     int
 }
 
 // Identity answers who a bearer token belongs to (identity's client,
@@ -268,4 +354,7 @@ type Identity interface {
 	// UserID returns the caller's user id. Errors: unauthenticated,
 	// unavailable.
 	UserID(ctx context.Context, token string) (userID string, err error)
+	// AccountName returns the name of an account the caller belongs to.
+	// Errors: unauthenticated, not_found, unavailable.
+	AccountName(ctx context.Context, token, accountID string) (string, error)
 }

@@ -25,6 +25,7 @@ type Service struct {
 	identity      Identity
 	capabilityTTL time.Duration
 	random        io.Reader
+	licensing     Licensing
 }
 
 // NewService returns a service over store and identity; capabilities live
@@ -33,7 +34,8 @@ func NewService(store Store, identity Identity, capabilityTTL time.Duration) *Se
 	if capabilityTTL <= 0 {
 		capabilityTTL = DefaultCapabilityTTL
 	}
-	return &Service{store: store, identity: identity, capabilityTTL: capabilityTTL, random: rand.Reader}
+	s := &Service{store: store, identity: identity, capabilityTTL: capabilityTTL, random: rand.Reader}
+	return s.WithLicensing(Licensing{})
 }
 
 // Staff is a caller identity confirmed as platform staff.
@@ -132,6 +134,8 @@ type GrantInput struct {
 	VersionRange *string
 	Source       *string
 	Reference    *string
+	// MaxInstallations caps the grant's installations; nil is unlimited.
+	MaxInstallations *int64
 }
 
 // Grant creates an active entitlement with its grant event. When the
@@ -148,6 +152,14 @@ func (s *Service) Grant(ctx context.Context, staff Staff, in GrantInput) (ent En
 	_, ne.VersionRange = p.versionRange("version_range", in.VersionRange)
 	ne.Source = p.text("source", in.Source, maxSourceLen, false)
 	ne.Reference = p.text("reference", in.Reference, maxReferenceLen, false)
+	if in.MaxInstallations != nil {
+		if n := *in.MaxInstallations; n < 1 || n > MaxInstallationsLimit {
+			p.add("max_installations", "range", "must be an integer from 1 to "+strconv.Itoa(MaxInstallationsLimit)+", or null for unlimited")
+		} else {
+			limit := int(n)
+			ne.MaxInstallations = &limit
+		}
+	}
 	if err := p.err(); err != nil {
 		return Entitlement{}, false, err
 	}
@@ -219,6 +231,13 @@ func (s *Service) CustomerEntitlements(ctx context.Context, m Member) ([]Entitle
 		}
 	}
 	return out, nil
+}
+
+// Holdings lists every active entitlement of the account, oldest first:
+// the customer's read of what it holds (licensing.md §1), with nothing
+// about money in it (the handler serializes only product, range and date).
+func (s *Service) Holdings(ctx context.Context, m Member) ([]Entitlement, error) {
+	return s.store.ActiveEntitlements(ctx, m.accountID)
 }
 
 // describe names a range in a denial message.

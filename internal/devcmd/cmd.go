@@ -63,6 +63,10 @@ const masterKeyFile = "master.key"
 // service seals with its own key.
 const boxMasterKeyFile = "box-master.key"
 
+// boxLicenseKeyFile holds box's BOX_LICENSE_KEY (an Ed25519 seed) inside
+// the data dir, so licences stay verifiable across restarts.
+const boxLicenseKeyFile = "box-license.key"
+
 // options are the command line of `platform dev`.
 type options struct {
 	data string
@@ -127,6 +131,10 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return fmt.Errorf("--data: %w", err)
 	}
 	masterKey, err := loadOrCreateMasterKey(filepath.Join(dir, masterKeyFile))
+	if err != nil {
+		return err
+	}
+	boxLicenseKey, err := loadOrCreateMasterKey(filepath.Join(dir, boxLicenseKeyFile))
 	if err != nil {
 		return err
 	}
@@ -214,6 +222,8 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"BOX_IDENTITY_URL": identityURL,
 		"EVENTS_URL":       natsURL,
 		"BOX_MASTER_KEY":   boxMasterKey,
+		"BOX_LICENSE_KEY":  boxLicenseKey,
+		"BOX_PUBLIC_URL":   fmt.Sprintf("http://%s:%d", named, gatewayPort),
 		"METRICS_ADDR":     metrics["box"],
 	}), &boxCfg); err != nil {
 		return err

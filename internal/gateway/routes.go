@@ -86,10 +86,18 @@ func Routes() []Route {
 		"/v1/accounts/{id}/releases",
 		"/v1/accounts/{id}/approvals",
 		"/v1/accounts/{id}/claims",
+		// licensing.md §5: holdings, installations and their licences.
+		"/v1/accounts/{id}/holdings",
+		"/v1/accounts/{id}/installations",
+		"/v1/operator/installations",
 	} {
 		add(subtree(p, Box)...)
 	}
+	// Only the subtree: /v1/installations itself names nothing.
+	add(newRoute("/v1/installations/", Box, false))
 	add(newRoute("/v1/capabilities/", Box, false), newRoute("POST /v1/capabilities/redeem", Box, true))
+	// The licence keys are public: anyone may verify a licence file.
+	add(newRoute("GET /v1/license/keys", Box, true))
 
 	// courier: /v1/emails and /v1/suppressions are service-to-service
 	// only and never routed (see routes).

@@ -35,11 +35,15 @@ const (
 	// ScopeProjectsWrite lets a key publish, change and delete its
 	// account's projects in pantry (pantry.md section 1).
 	ScopeProjectsWrite = "projects:write"
+	// ScopeInstallationsWrite lets a key activate its account's
+	// installations, report their heartbeats and renew their licence
+	// files at box: what the customer's installed software holds.
+	ScopeInstallationsWrite = "installations:write"
 )
 
 // Scopes lists every scope an API key may carry.
 func Scopes() []string {
-	return []string{ScopeAccountRead, ScopeEntitlementsRead, ScopeArtifactsFetch, ScopeReleasesRead, ScopeReleasesApprove, ScopeProjectsWrite}
+	return []string{ScopeAccountRead, ScopeEntitlementsRead, ScopeArtifactsFetch, ScopeReleasesRead, ScopeReleasesApprove, ScopeProjectsWrite, ScopeInstallationsWrite}
 }
 
 // MinRoleAPIKeys is who manages an account's API keys.

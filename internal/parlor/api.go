@@ -328,6 +328,8 @@ type Entitlement struct {
 	RevokedBy    *string    `json:"revoked_by"`
 	GrantedAt    time.Time  `json:"granted_at"`
 	RevokedAt    *time.Time `json:"revoked_at"`
+	// MaxInstallations is nil for unlimited.
+	MaxInstallations *int `json:"max_installations"`
 }
 
 // Release is a published release.
@@ -477,6 +479,76 @@ func (c *Client) Entitlements(ctx context.Context, token, id string) ([]Customer
 	return out.Entitlements, err
 }
 
+// Holding is one product an account holds, with its version range (nil:
+// every version).
+type Holding struct {
+	Product      string    `json:"product"`
+	VersionRange *string   `json:"version_range"`
+	GrantedAt    time.Time `json:"granted_at"`
+}
+
+// Holdings lists every product the account holds (box's holdings).
+func (c *Client) Holdings(ctx context.Context, token, id string) ([]Holding, error) {
+	var out struct {
+		Holdings []Holding `json:"holdings"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/accounts/"+url.PathEscape(id)+"/holdings", nil, &out)
+	return out.Holdings, err
+}
+
+// Installation is one running copy of a unit at a customer; AccountID is
+// set in the operator's list only.
+type Installation struct {
+	ID          string    `json:"id"`
+	AccountID   string    `json:"account_id"`
+	Product     string    `json:"product"`
+	Fingerprint string    `json:"fingerprint"`
+	Name        string    `json:"name"`
+	Version     *string   `json:"version"`
+	Status      string    `json:"status"`
+	LastSeenAt  time.Time `json:"last_seen_at"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Installations lists the account's installations, newest first.
+func (c *Client) Installations(ctx context.Context, token, id string) ([]Installation, error) {
+	var out struct {
+		Installations []Installation `json:"installations"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/accounts/"+url.PathEscape(id)+"/installations", nil, &out)
+	return out.Installations, err
+}
+
+// DeactivateInstallation ends an installation.
+func (c *Client) DeactivateInstallation(ctx context.Context, token, id string) error {
+	return c.do(ctx, token, "DELETE", "/v1/installations/"+url.PathEscape(id), nil, nil)
+}
+
+// OperatorInstallations lists one account's installations for staff.
+func (c *Client) OperatorInstallations(ctx context.Context, token, accountID string) ([]Installation, error) {
+	var out struct {
+		Installations []Installation `json:"installations"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/operator/installations?account_id="+url.QueryEscape(accountID)+"&limit=200", nil, &out)
+	return out.Installations, err
+}
+
+// ReleaseFile is one downloadable file of a release (keyholder's list).
+type ReleaseFile struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// ReleaseFiles lists a release's downloadable files for the account.
+func (c *Client) ReleaseFiles(ctx context.Context, token, id, product, version string) ([]ReleaseFile, error) {
+	var out struct {
+		Files []ReleaseFile `json:"files"`
+	}
+	err := c.do(ctx, token, "GET", "/v1/accounts/"+url.PathEscape(id)+"/downloads/"+url.PathEscape(product)+"/"+url.PathEscape(version), nil, &out)
+	return out.Files, err
+}
+
 // Claim claims the free kit for an account.
 func (c *Client) Claim(ctx context.Context, token, id string) error {
 	return c.do(ctx, token, "POST", "/v1/accounts/"+url.PathEscape(id)+"/claims", nil, nil)
@@ -567,6 +639,8 @@ type Grant struct {
 	VersionRange string `json:"version_range,omitempty"`
 	Source       string `json:"source,omitempty"`
 	Reference    string `json:"reference,omitempty"`
+	// MaxInstallations is nil for unlimited.
+	MaxInstallations *int `json:"max_installations,omitempty"`
 }
 
 // GrantEntitlement grants g. On a 409 the existing active row is returned

@@ -312,10 +312,11 @@ func (s *server) memberFailure(w http.ResponseWriter, r *http.Request, sess *ses
 	s.renderAccount(w, r, sess, p, status)
 }
 
-// entitlementsData is the entitlements page's content.
+// entitlementsData is the entitlements page's content: the account's
+// holdings.
 type entitlementsData struct {
-	Entitlements []CustomerEntitlement
-	HasKit       bool
+	Holdings []Holding
+	HasKit   bool
 }
 
 func (s *server) entitlements(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -323,18 +324,42 @@ func (s *server) entitlements(w http.ResponseWriter, r *http.Request, sess *sess
 }
 
 func (s *server) renderEntitlements(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int) {
-	a, list, ok := withAccount(s, w, r, sess, s.api.Entitlements)
+	a, list, ok := withAccount(s, w, r, sess, s.api.Holdings)
 	if !ok {
 		return
 	}
-	d := entitlementsData{Entitlements: list}
+	d := entitlementsData{Holdings: list}
 	for _, e := range list {
-		if e.Product == "kit" && e.Status == "active" {
+		if e.Product == "kit" {
 			d.HasKit = true
 		}
 	}
 	p.Title, p.User, p.Account, p.Tab, p.Data = "Entitlements · "+a.Name, &sess.Me, a, "entitlements", d
 	s.render(w, r, status, "entitlements", p)
+}
+
+// installationsData is the installations page's content.
+type installationsData struct {
+	Installations []Installation
+}
+
+func (s *server) installations(w http.ResponseWriter, r *http.Request, sess *session) {
+	a, list, ok := withAccount(s, w, r, sess, s.api.Installations)
+	if !ok {
+		return
+	}
+	p := &page{Notice: notice(r)}
+	p.Title, p.User, p.Account, p.Tab, p.Data = "Installations · "+a.Name, &sess.Me, a, "installations", installationsData{list}
+	s.render(w, r, http.StatusOK, "installations", p)
+}
+
+func (s *server) deactivateInstallation(w http.ResponseWriter, r *http.Request, sess *session) {
+	id := r.PathValue("id")
+	if err := s.api.DeactivateInstallation(r.Context(), sess.Token, r.PathValue("iid")); err != nil {
+		s.fail(w, r, &sess.Me, err)
+		return
+	}
+	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"/installations?done=deactivated", http.StatusSeeOther)
 }
 
 func (s *server) claim(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -435,14 +460,30 @@ func (s *server) activity(w http.ResponseWriter, r *http.Request, sess *session)
 
 // downloadsData is the downloads page's content.
 type downloadsData struct {
+	// Products are the products the account holds, the only ones offered.
 	Products   []string
 	Capability *Capability
 	// Credential is the registry credential just exchanged, shown once.
 	Credential *credentialData
+	// Versions are the newest releases within the account's ranges.
+	Versions []downloadVersion
+	// VersionsError says why the versions could not be read.
+	VersionsError string
 }
 
+// downloadVersion is one release on the downloads page, with its files
+// (none when it ships only as an image) or why they could not be read.
+type downloadVersion struct {
+	Release    Release
+	Files      []ReleaseFile
+	FilesError string
+}
+
+// maxDownloadVersions bounds the releases the page lists with their files.
+const maxDownloadVersions = 10
+
 func (s *server) downloads(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.renderDownloads(w, r, sess, &page{Form: map[string]string{"artifact": "platform"}}, http.StatusOK, nil)
+	s.renderDownloads(w, r, sess, &page{Form: map[string]string{}}, http.StatusOK, nil)
 }
 
 func (s *server) renderDownloads(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int, c *Capability) {
@@ -455,7 +496,44 @@ func (s *server) renderDownloadsWith(w http.ResponseWriter, r *http.Request, ses
 		return
 	}
 	p.Title, p.User, p.Account, p.Tab = "Downloads · "+a.Name, &sess.Me, a, "downloads"
-	p.Data = downloadsData{Products: products, Capability: c, Credential: cred}
+	d := downloadsData{Capability: c, Credential: cred}
+	ctx, id := r.Context(), a.ID
+	holdings, err := s.api.Holdings(ctx, sess.Token, id)
+	if err != nil {
+		s.fail(w, r, &sess.Me, err)
+		return
+	}
+	// Only what the account holds is offered, its range filled in.
+	for _, h := range holdings {
+		d.Products = append(d.Products, h.Product)
+		if p.Form["artifact"] == "" {
+			p.Form["artifact"] = h.Product
+			if h.VersionRange != nil && p.Form["version_range"] == "" {
+				p.Form["version_range"] = *h.VersionRange
+			}
+		}
+	}
+	if rels, err := s.api.AccountReleases(ctx, sess.Token, id); err != nil {
+		s.log.WarnContext(ctx, "downloads: releases", "account_id", id, "err", err.Error())
+		d.VersionsError = "The versions cannot be read now; reload the page to try again."
+	} else {
+		for i, rel := range rels {
+			if i == maxDownloadVersions {
+				break
+			}
+			v := downloadVersion{Release: rel}
+			switch files, err := s.api.ReleaseFiles(ctx, sess.Token, id, rel.Product, rel.Version); {
+			case err == nil:
+				v.Files = files
+			case StatusOf(err) == http.StatusNotFound:
+				// An image only, or no registry: nothing to download here.
+			default:
+				v.FilesError = "The files cannot be listed now."
+			}
+			d.Versions = append(d.Versions, v)
+		}
+	}
+	p.Data = d
 	s.render(w, r, status, "downloads", p)
 }
 

@@ -198,12 +198,17 @@ func TestKitEntitlementsAndDownloads(t *testing.T) {
 	if a.Status != http.StatusSeeOther {
 		t.Fatalf("claim: %d\n%s", a.Status, visibleText(a.Body))
 	}
-	page := v.get(a.location()).expect(t, http.StatusOK, "The kit is yours", "kit active claim")
+	page := v.get(a.location()).expect(t, http.StatusOK, "The kit is yours", "kit every version")
 	if strings.Contains(page.Body, "Claim the kit</h2>") {
 		t.Errorf("the claim form is still offered after the claim")
 	}
 
-	v.get("/app/accounts/"+acct+"/downloads").expect(t, http.StatusOK, "Get a download capability")
+	v.get("/app/accounts/"+acct+"/installations").expect(t, http.StatusOK, "No installation has been activated yet", "installations:write")
+	dl := v.get("/app/accounts/"+acct+"/downloads").expect(t, http.StatusOK, "Get a download capability",
+		"No version within this account's holdings has been published yet.")
+	if !strings.Contains(dl.Body, `<option value="kit" selected>kit</option>`) || strings.Contains(dl.Body, `<option value="platform"`) {
+		t.Errorf("the downloads page does not offer exactly the kit the account holds")
+	}
 	got := v.post("/app/accounts/"+acct+"/downloads", url.Values{"artifact": {"kit"}, "version_range": {"^1.0.0"}}).
 		expect(t, http.StatusOK, "Capability for kit ^1.0.0", "Use it once, before", "UTC")
 	if !strings.Contains(got.Body, `data-copy="capability"`) {

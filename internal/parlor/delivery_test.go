@@ -253,6 +253,12 @@ func TestDownloadEndsInAPull(t *testing.T) {
 	}
 	st.grant(t, acct, "platform", "^1.0.0")
 
+	t.Run("VersionsInRange", func(t *testing.T) {
+		page := v.get("/app/accounts/"+acct+"/downloads").expect(t, http.StatusOK, "Versions", "platform 1.2.3")
+		if !strings.Contains(page.Body, `id="version_range" name="version_range" placeholder="^1.2.0" value="^1.0.0"`) {
+			t.Errorf("the downloads page does not fill in the held range ^1.0.0")
+		}
+	})
 	t.Run("ErrNoCapability", func(t *testing.T) {
 		v.post("/app/accounts/"+acct+"/downloads/exchange", nil).
 			expect(t, http.StatusUnprocessableEntity, "Get a download capability first")

@@ -185,8 +185,18 @@ func (s *server) grant(w http.ResponseWriter, r *http.Request, sess *session) {
 		Source:       strings.TrimSpace(r.PostFormValue("source")),
 		Reference:    strings.TrimSpace(r.PostFormValue("reference")),
 	}
+	limit := strings.TrimSpace(r.PostFormValue("max_installations"))
 	p := &page{Form: map[string]string{"account_id": g.AccountID, "product": g.Product,
-		"version_range": g.VersionRange, "source": g.Source, "reference": g.Reference}}
+		"version_range": g.VersionRange, "source": g.Source, "reference": g.Reference, "max_installations": limit}}
+	if limit != "" {
+		n, err := strconv.Atoi(limit)
+		if err != nil || n < 1 {
+			p.Errors = map[string]string{"max_installations": "Type a whole number from 1, or leave it empty for unlimited installations."}
+			s.renderGrant(w, r, sess, p, http.StatusUnprocessableEntity, grantData{})
+			return
+		}
+		g.MaxInstallations = &n
+	}
 	row, err := s.api.GrantEntitlement(r.Context(), sess.Token, g)
 	if err != nil {
 		status := formFailure(p, err)

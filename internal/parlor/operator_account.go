@@ -23,6 +23,10 @@ type accountPageData struct {
 	Pulls    []Pull
 	// PullsError says, in words, why the pull record could not be read.
 	PullsError string
+	// Installations are the account's, newest first;
+	// InstallationsError says why they could not be read.
+	Installations      []Installation
+	InstallationsError string
 }
 
 // maxMemberPages bounds the member pages one view reads (200 a page).
@@ -111,6 +115,10 @@ func (s *server) operatorAccount(w http.ResponseWriter, r *http.Request, sess *s
 		d.Registry = true
 		s.log.WarnContext(r.Context(), "staff pulls", "account_id", acct.ID, "err", err.Error())
 		d.PullsError = "The pull record cannot be read now; reload the page to try again."
+	}
+	if d.Installations, err = s.api.OperatorInstallations(r.Context(), sess.Token, acct.ID); err != nil {
+		s.log.WarnContext(r.Context(), "staff installations", "account_id", acct.ID, "err", err.Error())
+		d.InstallationsError = "The installations cannot be read now; reload the page to try again."
 	}
 	for _, row := range d.Rows {
 		if row.Status == "active" {

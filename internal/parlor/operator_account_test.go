@@ -30,14 +30,15 @@ func TestOperatorAccountPage(t *testing.T) {
 	op.signUp(opEmail)
 	st.makeStaff(t, opEmail)
 	if a := op.post("/operator/grant", url.Values{"account_id": {team}, "product": {"platform"}, "version_range": {"^1.0.0"},
-		"source": {"reconciled_payment"}, "reference": {"pi_harbour"}}); a.Status != http.StatusSeeOther {
+		"source": {"reconciled_payment"}, "reference": {"pi_harbour"}, "max_installations": {"3"}}); a.Status != http.StatusSeeOther {
 		t.Fatalf("grant: %d\n%s", a.Status, visibleText(a.Body))
 	}
 
 	t.Run("OK", func(t *testing.T) {
 		page := op.get("/operator/accounts/"+team).expect(t, http.StatusOK, "Harbour Lights", team, "Team account",
 			"Members", buyerEmail+" owner", "Entitlements", "1 active of 1 rows",
-			"platform ^1.0.0 active reconciled_payment pi_harbour", "Grant an entitlement")
+			"platform ^1.0.0 at most 3 active reconciled_payment pi_harbour", "Grant an entitlement",
+			"This account has activated no installation.")
 		// This stack runs no registry: the page shows no pulls at all.
 		if strings.Contains(page.Body, `id="pulls-title"`) {
 			t.Errorf("the account page shows a pulls section without a registry")

@@ -96,6 +96,8 @@ func TestOperatorReconciliation(t *testing.T) {
 		}
 		bad = url.Values{"account_id": {acct}, "product": {"gold"}}
 		op.post("/operator/grant", bad).expect(t, http.StatusUnprocessableEntity, "This product")
+		bad = url.Values{"account_id": {acct}, "product": {"platform"}, "max_installations": {"two"}}
+		op.post("/operator/grant", bad).expect(t, http.StatusUnprocessableEntity, "Type a whole number from 1")
 	})
 	t.Run("BuyerSeesTheProduct", func(t *testing.T) {
 		buyer.post("/app/accounts/"+acct+"/downloads", url.Values{"artifact": {"platform"}, "version_range": {"^1.2.0"}}).

@@ -76,6 +76,8 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("POST /app/accounts/{id}/members/{user}/remove", s.authed(s.removeMember))
 	mux.Handle("GET /app/accounts/{id}/entitlements", s.authed(s.entitlements))
 	mux.Handle("POST /app/accounts/{id}/claim", s.authed(s.claim))
+	mux.Handle("GET /app/accounts/{id}/installations", s.authed(s.installations))
+	mux.Handle("POST /app/accounts/{id}/installations/{iid}/deactivate", s.authed(s.deactivateInstallation))
 	mux.Handle("GET /app/accounts/{id}/releases", s.authed(s.releases))
 	mux.Handle("POST /app/accounts/{id}/approvals", s.authed(s.approve))
 	mux.Handle("GET /app/accounts/{id}/activity", s.authed(s.activity))

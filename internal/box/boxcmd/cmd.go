@@ -5,6 +5,8 @@ package boxcmd
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,7 +22,6 @@ import (
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/events"
-	"github.com/platformco/platform/internal/identity/client"
 	"github.com/platformco/platform/internal/service"
 )
 
@@ -32,7 +33,7 @@ var Command = service.Command[Config, *Config]{
 	Serve:       Serve,
 	Migrate:     migrate,
 	Commands:    map[string]func(context.Context, []string, cli.Env) error{"grant": runGrant, "revoke": runRevoke, "list": runList},
-	Usage: `  grant --account ID --product P [--range R] [--source S] [--reference REF]
+	Usage: `  grant --account ID --product P [--range R] [--source S] [--reference REF] [--max-installations N]
   revoke ID
   list [--account ID] [--product P] [--status S]
              grant, revoke and list call the service at BOX_URL with the
@@ -55,6 +56,38 @@ type Config struct {
 	// MasterKey seals stored idempotent replays; required with
 	// DATABASE_URL.
 	MasterKey config.Key `env:"BOX_MASTER_KEY" rule:"key32"`
+	// InstallationTTL is how long an installation counts toward its
+	// grant's limit without a heartbeat.
+	InstallationTTL time.Duration `env:"BOX_INSTALLATION_TTL, default=168h" rule:"positive"`
+	// LicenseTTL is how long a licence file is valid.
+	LicenseTTL time.Duration `env:"BOX_LICENSE_TTL, default=720h" rule:"positive"`
+	// LicenseKey is the licence signing keys: base64 Ed25519 seeds (32
+	// bytes), comma-separated; the first signs and all are published, so
+	// a key is rotated by putting the new one first and dropping the old
+	// one once its licences have expired. Empty: no licence is issued.
+	LicenseKey string `env:"BOX_LICENSE_KEY"`
+	// PublicURL is box's URL as customers reach it (the gateway's), the
+	// licences' issuer.
+	PublicURL string `env:"BOX_PUBLIC_URL, default=http://localhost:8080" rule:"url"`
+
+	licenseKeys []ed25519.PrivateKey
+}
+
+// parseLicenseKeys reads BOX_LICENSE_KEY.
+func parseLicenseKeys(v string) ([]ed25519.PrivateKey, error) {
+	var keys []ed25519.PrivateKey
+	for i, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		seed, err := base64.StdEncoding.DecodeString(part)
+		if err != nil || len(seed) != ed25519.SeedSize {
+			return nil, fmt.Errorf("BOX_LICENSE_KEY: key %d is not the base64 of a 32-byte Ed25519 seed", i+1)
+		}
+		keys = append(keys, ed25519.NewKeyFromSeed(seed))
+	}
+	return keys, nil
 }
 
 // Validate implements config.Validator.
@@ -63,6 +96,11 @@ func (c *Config) Validate() error {
 	if c.DatabaseURL != "" && len(c.MasterKey) == 0 {
 		return errors.New("BOX_MASTER_KEY: is required whenever DATABASE_URL is set (base64 of exactly 32 bytes)")
 	}
+	keys, err := parseLicenseKeys(c.LicenseKey)
+	if err != nil {
+		return err
+	}
+	c.licenseKeys = keys
 	return validateEventsURL(c.EventsURL)
 }
 
@@ -71,7 +109,7 @@ func (c *Config) Validate() error {
 func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener) error {
 	var (
 		deps     httpapi.Deps
-		identity *client.Client
+		identity httpapi.Identity
 	)
 	return service.Serve(ctx, ln, cfg.Base, logger, service.Spec{
 		Name:       "box",
@@ -104,7 +142,13 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 				}
 				app.OnStop(stop)
 			}
-			deps.Service = box.NewService(countOperations(store, app.Metrics), identity, cfg.CapabilityTTL)
+			if len(cfg.licenseKeys) == 0 {
+				logger.WarnContext(ctx, "BOX_LICENSE_KEY is empty: activations carry no licence and licence requests answer 503")
+			}
+			deps.Service = box.NewService(countOperations(store, app.Metrics), identity, cfg.CapabilityTTL).WithLicensing(box.Licensing{
+				InstallationTTL: cfg.InstallationTTL, LicenseTTL: cfg.LicenseTTL,
+				Issuer: strings.TrimRight(cfg.PublicURL, "/"), Keys: cfg.licenseKeys,
+			})
 			deps.Idempotency = app.Idempotency(cfg.MasterKey)
 			return httpapi.NewServer(deps), nil
 		},

@@ -263,12 +263,12 @@ func TestOperatorCommands(t *testing.T) {
 	}
 
 	out, err := run("staff-token", "grant", "--account", "acct", "--product", "platform", "--range", "^1.0.0",
-		"--source", "reconciled_payment", "--reference", "pi_1")
+		"--source", "reconciled_payment", "--reference", "pi_1", "--max-installations", "5")
 	if err != nil || !strings.Contains(out, `"id": 2`) {
 		t.Errorf("grant: %v %q", err, out)
 	}
 	last := fb.requests[len(fb.requests)-1]
-	for _, want := range []string{`"account_id":"acct"`, `"product":"platform"`, `"version_range":"^1.0.0"`, `"source":"reconciled_payment"`, `"reference":"pi_1"`} {
+	for _, want := range []string{`"account_id":"acct"`, `"product":"platform"`, `"version_range":"^1.0.0"`, `"source":"reconciled_payment"`, `"reference":"pi_1"`, `"max_installations":5`} {
 		if !strings.Contains(last, want) {
 			t.Errorf("grant request %q lacks %s", last, want)
 		}
@@ -279,6 +279,9 @@ func TestOperatorCommands(t *testing.T) {
 		t.Errorf("duplicate grant: %v %q", err, out)
 	}
 
+	if _, err := run("staff-token", "grant", "--account", "acct", "--product", "kit", "--max-installations", "-1"); !cli.IsUsage(err) {
+		t.Errorf("grant with a negative limit: %v, want a usage error", err)
+	}
 	if _, err := run("staff-token", "grant", "--account", "acct"); !cli.IsUsage(err) {
 		t.Errorf("grant without --product: %v, want a usage error", err)
 	}

@@ -117,6 +117,7 @@ func runGrant(ctx context.Context, args []string, env cli.Env) error {
 	versionRange := fs.String("range", "", "version range (^X.Y.Z, ~X.Y.Z, >=X.Y.Z, X.Y.Z); empty means every version")
 	source := fs.String("source", "", "where the grant comes from, e.g. reconciled_payment")
 	reference := fs.String("reference", "", "the payment processor's payment identifier")
+	maxInstallations := fs.Int("max-installations", 0, "how many installations may count at once; 0 means unlimited")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -125,6 +126,9 @@ func runGrant(ctx context.Context, args []string, env cli.Env) error {
 	}
 	if strings.TrimSpace(*account) == "" {
 		return cli.Usagef("box grant: --account is required")
+	}
+	if *maxInstallations < 0 {
+		return cli.Usagef("box grant: --max-installations must be 0 (unlimited) or more")
 	}
 	// The API defaults a missing product to the free kit; a paid grant that
 	// forgot --product would grant the wrong thing, so the command insists.
@@ -136,6 +140,9 @@ func runGrant(ctx context.Context, args []string, env cli.Env) error {
 		return err
 	}
 	body := map[string]any{"account_id": *account, "product": *product}
+	if *maxInstallations > 0 {
+		body["max_installations"] = *maxInstallations
+	}
 	for k, v := range map[string]string{"version_range": *versionRange, "source": *source, "reference": *reference} {
 		if v != "" {
 			body[k] = v

@@ -103,11 +103,11 @@ func TestGrantBlanksAndDefaults(t *testing.T) {
 			t.Fatalf("grant: %d %s", res.status, res.raw)
 		}
 		ent := res.object("entitlement")
-		if keys(ent) != "account_id,granted_at,granted_by,id,product,reference,revoked_at,revoked_by,source,status,version_range" {
+		if keys(ent) != "account_id,granted_at,granted_by,id,max_installations,product,reference,revoked_at,revoked_by,source,status,version_range" {
 			t.Errorf("entitlement fields: %s", keys(ent))
 		}
 		want := map[string]any{"account_id": account, "product": "kit", "status": "active", "version_range": nil,
-			"source": nil, "reference": nil, "granted_by": staffID, "revoked_by": nil, "revoked_at": nil}
+			"source": nil, "reference": nil, "granted_by": staffID, "revoked_by": nil, "revoked_at": nil, "max_installations": nil}
 		for k, v := range want {
 			if ent[k] != v {
 				t.Errorf("%s = %v, want %v", k, ent[k], v)
@@ -264,6 +264,42 @@ func TestCustomerRead(t *testing.T) {
 		}
 		if rows[0]["product"] != "kit" || rows[0]["status"] != "active" || rows[0]["account_id"] != account {
 			t.Errorf("row %v", rows[0])
+		}
+	})
+}
+
+// TestHoldings: every active entitlement of the account, paid units
+// included, with its range and nothing about money; revoked rows and other
+// accounts' rows are absent.
+func TestHoldings(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine, envOptions{})
+		if res := e.do("GET", "/v1/accounts/"+account+"/holdings", buyerToken, ""); res.status != 200 || len(res.list("holdings")) != 0 {
+			t.Fatalf("holdings of an empty account: %d %s", res.status, res.raw)
+		}
+		e.do("POST", "/v1/operator/entitlements", staffToken, `{"account_id":"`+account+`","product":"platform","version_range":"^1.2.0","source":"reconciled_payment","reference":"pi_9"}`)
+		courier := e.grant(account, "courier", "")
+		e.do("POST", "/v1/operator/entitlements/"+idPath(courier)+"/revoke", staffToken, "")
+		e.grant(account, "kit", "")
+		e.grant(otherAcct, "identity", "")
+		res := e.do("GET", "/v1/accounts/"+account+"/holdings", buyerToken, "")
+		rows := res.list("holdings")
+		if res.status != 200 || len(rows) != 2 {
+			t.Fatalf("holdings: %d %s; want platform and kit", res.status, res.raw)
+		}
+		for i, want := range []struct {
+			product string
+			rng     any
+		}{{"platform", "^1.2.0"}, {"kit", nil}} {
+			if got := keys(rows[i]); got != "granted_at,product,version_range" {
+				t.Errorf("holding %d fields %s, want exactly three", i, got)
+			}
+			if rows[i]["product"] != want.product || rows[i]["version_range"] != want.rng {
+				t.Errorf("holding %d = %v, want %s %v", i, rows[i], want.product, want.rng)
+			}
+		}
+		if res := e.do("GET", "/v1/accounts/"+account+"/holdings", strangerTok, ""); res.status != 404 {
+			t.Errorf("a stranger's read: %d, want 404", res.status)
 		}
 	})
 }

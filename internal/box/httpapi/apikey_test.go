@@ -25,9 +25,14 @@ func TestAPIKeyScopes(t *testing.T) {
 		{"FetchWithArtifactsFetch", `"artifacts:fetch"`, "POST", "/artifact_fetches", fetch, 201, ""},
 		{"ErrFetchWithoutScope", `"releases:read"`, "POST", "/artifact_fetches", fetch, 403, "insufficient_scope"},
 		{"EntitlementsWithScope", `"entitlements:read"`, "GET", "/entitlements", "", 200, ""},
+		{"HoldingsWithScope", `"entitlements:read"`, "GET", "/holdings", "", 200, ""},
+		{"ErrHoldingsWithoutScope", `"releases:read"`, "GET", "/holdings", "", 403, "insufficient_scope"},
 		{"ErrEntitlementsWithoutScope", `"artifacts:fetch"`, "GET", "/entitlements", "", 403, "insufficient_scope"},
 		{"ReleasesWithScope", `"releases:read"`, "GET", "/releases", "", 200, ""},
 		{"ErrTimelineWithoutScope", `"releases:read"`, "GET", "/audit-events", "", 403, "insufficient_scope"},
+		{"ActivateWithInstallationsWrite", `"installations:write"`, "POST", "/installations", `{"product":"kit","fingerprint":"ci-1","name":"CI"}`, 201, ""},
+		{"ErrActivateWithoutScope", `"artifacts:fetch"`, "POST", "/installations", `{"product":"kit","fingerprint":"ci-2","name":"CI"}`, 403, "insufficient_scope"},
+		{"ErrListInstallationsIsNoKeys", `"installations:write"`, "GET", "/installations", "", 403, "insufficient_scope"},
 		{"ErrClaimIsNoKeys", `"account:read","entitlements:read","artifacts:fetch","releases:read","releases:approve"`, "POST", "/claims", `{}`, 403, "insufficient_scope"},
 	}
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
@@ -51,7 +56,7 @@ func TestAPIKeyScopes(t *testing.T) {
 
 // exerciseKeyScopes is the conformance suite's part for API keys: each
 // account route refuses a key without its scope.
-func exerciseKeyScopes(t *testing.T, c *openapitest.Client, e *env) {
+func exerciseKeyScopes(t *testing.T, c *openapitest.Client, e *env, installationID string) {
 	t.Helper()
 	defer e.identity.setOverride(nil)
 	e.identity.setOverride(answer(200, `{"id":"`+account+`","role":"api_key","scopes":["account:read"]}`))
@@ -59,10 +64,16 @@ func exerciseKeyScopes(t *testing.T, c *openapitest.Client, e *env) {
 	acct := "/v1/accounts/" + account
 	for _, rt := range []struct{ method, path, body string }{
 		{"GET", acct + "/entitlements", ""},
+		{"GET", acct + "/holdings", ""},
 		{"POST", acct + "/artifact_fetches", `{"artifact":"kit"}`},
 		{"GET", acct + "/releases", ""},
 		{"POST", acct + "/approvals", `{"release_id":1}`},
 		{"POST", acct + "/claims", `{}`},
+		{"POST", acct + "/installations", `{"product":"platform","fingerprint":"k","name":"k"}`},
+		{"GET", acct + "/installations", ""},
+		{"POST", "/v1/installations/" + installationID + "/heartbeat", `{}`},
+		{"DELETE", "/v1/installations/" + installationID, ""},
+		{"POST", "/v1/installations/" + installationID + "/license", ""},
 	} {
 		c.Code(rt.method, rt.path, rt.body, 403, "insufficient_scope", key)
 	}

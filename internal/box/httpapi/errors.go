@@ -26,6 +26,8 @@ var statusOf = map[string]int{
 	box.CodeConflict:            http.StatusConflict,
 	box.CodeCapabilityUsed:      http.StatusGone,
 	box.CodeCapabilityExpired:   http.StatusGone,
+	box.CodeInstallationLimit:   http.StatusConflict,
+	box.CodeInstallationEnded:   http.StatusGone,
 	box.CodeUnprocessable:       http.StatusUnprocessableEntity,
 	box.CodeUnavailable:         http.StatusServiceUnavailable,
 }

@@ -62,11 +62,17 @@ func (h *handlers) member(w http.ResponseWriter, r *http.Request, withUser bool)
 // (identity-lifecycle.md §5); a route not named is closed to keys.
 var keyScopes = map[string]string{
 	"GET /v1/accounts/{account_id}/entitlements":      "entitlements:read",
+	"GET /v1/accounts/{account_id}/holdings":          "entitlements:read",
 	"POST /v1/accounts/{account_id}/artifact_fetches": "artifacts:fetch",
 	"GET /v1/accounts/{account_id}/releases":          "releases:read",
 	"POST /v1/accounts/{account_id}/approvals":        "releases:approve",
 	"GET /v1/accounts/{account_id}/audit-events":      "account:read",
+	"POST /v1/accounts/{account_id}/installations":    scopeInstallations,
 }
+
+// scopeInstallations lets an API key activate, heartbeat, deactivate and
+// license installations: what the customer's software does.
+const scopeInstallations = "installations:write"
 
 // idempotent wraps next in the Idempotency-Key layer for userID (or
 // returns it as it is when box keeps no records).
@@ -121,6 +127,8 @@ type entitlementJSON struct {
 	RevokedBy    *string    `json:"revoked_by"`
 	GrantedAt    time.Time  `json:"granted_at"`
 	RevokedAt    *time.Time `json:"revoked_at"`
+	// MaxInstallations is null for unlimited.
+	MaxInstallations *int `json:"max_installations"`
 }
 
 func entitlementView(e box.Entitlement) entitlementJSON {
@@ -128,6 +136,7 @@ func entitlementView(e box.Entitlement) entitlementJSON {
 		ID: e.ID, AccountID: e.AccountID, Product: e.Product, Status: e.Status,
 		VersionRange: e.VersionRange, Source: e.Source, Reference: e.Reference,
 		GrantedBy: e.GrantedBy, RevokedBy: e.RevokedBy, GrantedAt: e.GrantedAt, RevokedAt: e.RevokedAt,
+		MaxInstallations: e.MaxInstallations,
 	}
 }
 
@@ -147,13 +156,15 @@ func (h *handlers) grant(w http.ResponseWriter, r *http.Request, staff box.Staff
 		VersionRange *string `json:"version_range"`
 		Source       *string `json:"source"`
 		Reference    *string `json:"reference"`
+		// MaxInstallations is null or absent for unlimited.
+		MaxInstallations *int64 `json:"max_installations"`
 	}
 	if !h.decode(w, r, &body) {
 		return
 	}
 	ent, created, err := h.svc.Grant(r.Context(), staff, box.GrantInput{
 		AccountID: body.AccountID, Product: body.Product, VersionRange: body.VersionRange,
-		Source: body.Source, Reference: body.Reference,
+		Source: body.Source, Reference: body.Reference, MaxInstallations: body.MaxInstallations,
 	})
 	switch {
 	case err != nil:
@@ -246,6 +257,33 @@ func (h *handlers) customerEntitlements(w http.ResponseWriter, r *http.Request) 
 	}{Entitlements: make([]customerEntitlementJSON, 0, len(ents))}
 	for _, e := range ents {
 		out.Entitlements = append(out.Entitlements, customerView(e))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// holdingJSON is one active entitlement as its account reads it: no id,
+// no source or reference, no actors.
+type holdingJSON struct {
+	Product      string    `json:"product"`
+	VersionRange *string   `json:"version_range"`
+	GrantedAt    time.Time `json:"granted_at"`
+}
+
+func (h *handlers) holdings(w http.ResponseWriter, r *http.Request) {
+	m, ok := h.member(w, r, false)
+	if !ok {
+		return
+	}
+	ents, err := h.svc.Holdings(r.Context(), m)
+	if err != nil {
+		writeError(w, r, h.logger, err)
+		return
+	}
+	out := struct {
+		Holdings []holdingJSON `json:"holdings"`
+	}{Holdings: make([]holdingJSON, 0, len(ents))}
+	for _, e := range ents {
+		out.Holdings = append(out.Holdings, holdingJSON{Product: e.Product, VersionRange: e.VersionRange, GrantedAt: e.GrantedAt})
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 }

@@ -153,7 +153,7 @@ func newEnv(t testing.TB, engine sqldb.Engine, opts envOptions) *env {
 	}
 	client := httpapi.NewIdentity(url, timeout, logger)
 	t.Cleanup(client.Close)
-	svc := box.NewService(sqlstore.New(e.db), client, opts.capabilityTTL)
+	svc := box.NewService(sqlstore.New(e.db), client, opts.capabilityTTL).WithLicensing(testLicensing())
 	e.handler = httpapi.NewServer(httpapi.Deps{Service: svc, Logger: logger, Idempotency: idempotency.New(e.db, make([]byte, idempotency.SecretSize)), Ready: func(context.Context) httpx.Readiness {
 		return httpx.Readiness{Ready: true, Body: map[string]string{"status": "ok"}}
 	}})
@@ -250,7 +250,7 @@ func (e *env) count(q string, args ...any) int {
 func (e *env) written() int {
 	e.t.Helper()
 	n := 0
-	for _, table := range []string{"entitlements", "entitlement_events", "capabilities", "releases", "approvals", "claims"} {
+	for _, table := range []string{"entitlements", "entitlement_events", "capabilities", "releases", "approvals", "claims", "installations"} {
 		n += e.count("SELECT count(*) FROM " + table)
 	}
 	return n

@@ -44,7 +44,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	openapitest.CheckRoutes(t, httpapi.OpenAPI(), src, 15)
+	openapitest.CheckRoutes(t, httpapi.OpenAPI(), src, 23)
 }
 
 // TestOpenAPIServed: /openapi.json answers the embedded document, with or
@@ -72,7 +72,7 @@ func oaHandler(t *testing.T, db *sqldb.DB, identityURL string) http.Handler {
 	logger, _ := logtest.New()
 	client := httpapi.NewIdentity(identityURL, 2*time.Second, logger)
 	t.Cleanup(client.Close)
-	svc := box.NewService(sqlstore.New(db), client, 0)
+	svc := box.NewService(sqlstore.New(db), client, 0).WithLicensing(testLicensing())
 	return httpapi.NewServer(httpapi.Deps{Service: svc, Logger: logger, Idempotency: idempotency.New(db, make([]byte, idempotency.SecretSize)), Ready: func(ctx context.Context) httpx.Readiness {
 		if err := db.Ready(ctx); err != nil {
 			return httpx.Readiness{Ready: false, Body: map[string]string{"status": "unavailable", "deps": string(db.Engine)}}
@@ -215,7 +215,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("POST", acct+"/claims", "", 401, "unauthenticated")
 
 		// Customer reads.
-		for _, p := range []string{"/entitlements", "/releases", "/audit-events"} {
+		for _, p := range []string{"/entitlements", "/holdings", "/releases", "/audit-events"} {
 			c.Do("GET", acct+p, "", 200, buyer)
 			c.Code("GET", acct+p, "", 404, "not_found", stranger)
 			c.Code("GET", "/v1/accounts/not-a-uuid"+p, "", 404, "not_found", buyer)
@@ -273,6 +273,9 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("POST", approvals, approve(rel.Release.ID), 401, "unauthenticated")
 		c.Do("GET", acct+"/audit-events", "", 200, buyer)
 
+		// Installations and licences.
+		installationID := exerciseInstallations(t, c, e)
+
 		// Revocations; a capability of a revoked entitlement is expired.
 		revoke := func(id int64) string { return grants + "/" + strconv.FormatInt(id, 10) + "/revoke" }
 		c.Do("POST", revoke(claimed.Claim.EntitlementID), "", 200, staff)
@@ -287,7 +290,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		// Identity unavailable (here: no BOX_IDENTITY_URL): every call that
 		// needs it is 503 and does nothing.
 		noIdentity := openapitest.NewClient(t, httpapi.OpenAPI(), oaHandler(t, e.db, ""), seen)
-		for _, rt := range oaRoutes(granted.Entitlement.ID) {
+		for _, rt := range oaRoutes(granted.Entitlement.ID, installationID) {
 			if rt.token == "" {
 				continue
 			}
@@ -305,7 +308,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		t.Cleanup(func() { _ = pool.Close() })
 		unreachable := &sqldb.DB{DB: pool, Engine: sqldb.Postgres, Now: time.Now}
 		down := openapitest.NewClient(t, httpapi.OpenAPI(), oaHandler(t, unreachable, e.identity.srv.URL), seen)
-		for _, rt := range oaRoutes(granted.Entitlement.ID) {
+		for _, rt := range oaRoutes(granted.Entitlement.ID, installationID) {
 			opts := []openapitest.Option{}
 			if rt.token != "" {
 				opts = append(opts, openapitest.Bearer(rt.token))
@@ -319,19 +322,22 @@ func TestOpenAPIConformance(t *testing.T) {
 		// Without a database every /v1 route is 404.
 		logger, _ := logtest.New()
 		nodb := openapitest.NewClient(t, httpapi.OpenAPI(), httpapi.NewServer(httpapi.Deps{Logger: logger, Ready: noDatabase}), seen)
-		for _, rt := range oaRoutes(granted.Entitlement.ID) {
+		for _, rt := range oaRoutes(granted.Entitlement.ID, installationID) {
 			nodb.Code(rt.method, rt.path, rt.body, 404, "not_found", openapitest.Bearer(staffToken))
 		}
+		nodb.Code("GET", "/v1/license/keys", "", 404, "not_found")
+		waiting := openapitest.NewClient(t, httpapi.OpenAPI(), httpapi.NewServer(httpapi.Deps{Logger: logger, Waiting: true, Ready: noDatabase}), seen)
+		waiting.Code("GET", "/v1/license/keys", "", 503, "unavailable")
 		nodb.Do("GET", "/readyz", "", 200)
 		nodb.Do("GET", "/openapi.json", "", 200)
 
 		// With the database closed every /v1 route is a generic 500 and
 		// readiness is 503.
-		exerciseKeyScopes(t, c, e)
+		exerciseKeyScopes(t, c, e, installationID)
 		if err := e.db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		for _, rt := range oaRoutes(granted.Entitlement.ID) {
+		for _, rt := range oaRoutes(granted.Entitlement.ID, installationID) {
 			opts := []openapitest.Option{}
 			if rt.token != "" {
 				opts = append(opts, openapitest.Bearer(rt.token))
@@ -348,7 +354,7 @@ type oaRoute struct{ method, path, token, body string }
 
 // oaRoutes is one valid request per /v1 route, with the token of a caller
 // it admits ("" for none).
-func oaRoutes(entitlementID int64) []oaRoute {
+func oaRoutes(entitlementID int64, installationID string) []oaRoute {
 	acct := "/v1/accounts/" + account
 	return []oaRoute{
 		{"GET", "/v1/operator/entitlements", staffToken, ""},
@@ -357,12 +363,19 @@ func oaRoutes(entitlementID int64) []oaRoute {
 		{"GET", "/v1/operator/releases", staffToken, ""},
 		{"POST", "/v1/operator/releases", staffToken, `{"product":"courier","version":"3.0.0"}`},
 		{"GET", acct + "/entitlements", buyerToken, ""},
+		{"GET", acct + "/holdings", buyerToken, ""},
 		{"POST", acct + "/artifact_fetches", buyerToken, `{"artifact":"platform"}`},
 		{"GET", acct + "/releases", buyerToken, ""},
 		{"POST", acct + "/approvals", buyerToken, `{"release_id":1}`},
 		{"POST", acct + "/claims", buyerToken, ""},
 		{"GET", acct + "/audit-events", buyerToken, ""},
 		{"POST", "/v1/capabilities/redeem", "", `{"token":"boxcap_` + strings.Repeat("A", 64) + `"}`},
+		{"POST", acct + "/installations", buyerToken, `{"product":"platform","fingerprint":"fp-routes","name":"n"}`},
+		{"GET", acct + "/installations", buyerToken, ""},
+		{"POST", "/v1/installations/" + installationID + "/heartbeat", buyerToken, `{}`},
+		{"DELETE", "/v1/installations/" + installationID, buyerToken, ""},
+		{"POST", "/v1/installations/" + installationID + "/license", buyerToken, ""},
+		{"GET", "/v1/operator/installations", staffToken, ""},
 	}
 }
 
@@ -370,7 +383,7 @@ func oaRoutes(entitlementID int64) []oaRoute {
 // document does not declare make the wrapper fail the test, naming the
 // problem.
 func TestOpenAPIWrapperCatchesDrift(t *testing.T) {
-	row := `{"id":7,"account_id":"` + account + `","product":"platform","status":"active","version_range":"^1.0.0","source":"reconciled_payment","reference":"pi_1","granted_by":"` + staffID + `","revoked_by":null,"granted_at":"2026-01-02T03:04:05Z","revoked_at":null}`
+	row := `{"id":7,"account_id":"` + account + `","product":"platform","status":"active","version_range":"^1.0.0","source":"reconciled_payment","reference":"pi_1","granted_by":"` + staffID + `","revoked_by":null,"granted_at":"2026-01-02T03:04:05Z","revoked_at":null,"max_installations":null}`
 	list := `{"entitlements":[` + row + `],"next_cursor":null}`
 	kit := `{"account_id":"` + account + `","product":"kit","status":"active","source":"claim","reference":null,"granted_at":"2026-01-02T03:04:05Z","revoked_at":null}`
 	grants := "GET /v1/operator/entitlements"

@@ -19,7 +19,8 @@ type AccountDeletion struct {
 // consumer's, which records the event's id in the same transaction): every
 // active entitlement of the account is revoked with a revoke event whose
 // actor is actor, and every capability of the account not yet redeemed is
-// voided, so none redeems however it was issued. An account holding
+// voided, so none redeems however it was issued; its active installations
+// are revoked. An account holding
 // nothing is no error; applied again it changes nothing.
 func (s *Store) RevokeAccount(ctx context.Context, tx *sqldb.Tx, accountID, actor string) (AccountDeletion, error) {
 	var del AccountDeletion
@@ -49,6 +50,9 @@ func (s *Store) RevokeAccount(ctx context.Context, tx *sqldb.Tx, accountID, acto
 		if err := appendEvent(ctx, tx, id, "revoke", actor); err != nil {
 			return del, err
 		}
+	}
+	if err := revokeInstallations(ctx, tx, "account_id = $1", accountID); err != nil {
+		return del, err
 	}
 	res, err := tx.Exec(ctx, `UPDATE capabilities SET voided_at = $2
 		WHERE account_id = $1 AND redeemed_at IS NULL AND voided_at IS NULL`, accountID, tx.Now)

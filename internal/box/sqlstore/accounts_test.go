@@ -27,6 +27,9 @@ func TestRevokeAccountRacingCapabilities(t *testing.T) {
 		db, s := open(t, engine)
 		grant(t, s, box.ProductPlatform, nil)
 		grant(t, s, box.ProductKit, nil)
+		if _, _, err := s.Activate(ctx, newInstallation("deleted-host"), anyEntitlement); err != nil {
+			t.Fatal(err)
+		}
 
 		const issuers = 40
 		var (
@@ -79,6 +82,9 @@ func TestRevokeAccountRacingCapabilities(t *testing.T) {
 		}
 		if got := count(t, db, `SELECT count(*) FROM entitlements WHERE account_id = $1 AND status = 'active'`, account); got != 0 {
 			t.Errorf("active entitlements = %d, want 0", got)
+		}
+		if got := count(t, db, `SELECT count(*) FROM installations WHERE account_id = $1 AND status <> 'revoked'`, account); got != 0 {
+			t.Errorf("installations not revoked with the account = %d, want 0", got)
 		}
 		if got := count(t, db, `SELECT count(*) FROM entitlement_events WHERE action = 'revoke' AND actor_user_id = $1`, deleter); got != 2 {
 			t.Errorf("revoke events by the deleting user = %d, want 2", got)

@@ -80,13 +80,13 @@ type rowQuerier interface {
 type scanner interface{ Scan(dest ...any) error }
 
 const entitlementCols = `id, account_id, product, status, version_range, source, reference,
-	granted_by, revoked_by, granted_at, revoked_at`
+	granted_by, revoked_by, granted_at, revoked_at, max_installations`
 
 func scanEntitlement(s scanner) (box.Entitlement, error) {
 	var e box.Entitlement
 	var revokedAt sqldb.NullTime
 	err := s.Scan(&e.ID, &e.AccountID, &e.Product, &e.Status, &e.VersionRange, &e.Source, &e.Reference,
-		&e.GrantedBy, &e.RevokedBy, (*sqldb.TimeValue)(&e.GrantedAt), &revokedAt)
+		&e.GrantedBy, &e.RevokedBy, (*sqldb.TimeValue)(&e.GrantedAt), &revokedAt, &e.MaxInstallations)
 	e.RevokedAt = revokedAt.Ptr()
 	return e, err
 }
@@ -113,7 +113,7 @@ func entitlementInto(e *box.Entitlement) func(sqldb.Row) error {
 // Grant implements box.Store.
 func (s *Store) Grant(ctx context.Context, ne box.NewEntitlement) (ent box.Entitlement, created bool, err error) {
 	if s.db.Engine == sqldb.Postgres {
-		err = s.db.WriteRow(ctx, entitlementInto(&ent), grantStatement, ne.AccountID, ne.Product, ne.VersionRange, ne.Source, ne.Reference, ne.GrantedBy, sqldb.Timestamp(s.db.Now()))
+		err = s.db.WriteRow(ctx, entitlementInto(&ent), grantStatement, ne.AccountID, ne.Product, ne.VersionRange, ne.Source, ne.Reference, ne.GrantedBy, sqldb.Timestamp(s.db.Now()), ne.MaxInstallations)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return ent, err == nil, err
 		}
@@ -135,8 +135,8 @@ func (s *Store) Grant(ctx context.Context, ne box.NewEntitlement) (ent box.Entit
 // it runs grant in a transaction.)
 const grantStatement = `
 	WITH granted AS (
-		INSERT INTO entitlements (account_id, product, status, version_range, source, reference, granted_by, granted_at)
-		VALUES ($1, $2, 'active', $3, $4, $5, $6, $7)
+		INSERT INTO entitlements (account_id, product, status, version_range, source, reference, granted_by, granted_at, max_installations)
+		VALUES ($1, $2, 'active', $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (account_id, product) WHERE status = 'active' DO NOTHING
 		RETURNING ` + entitlementCols + `
 	), event AS (
@@ -144,20 +144,6 @@ const grantStatement = `
 		SELECT id, 'grant', $6, $7, $7 FROM granted
 	)
 	SELECT ` + entitlementCols + ` FROM granted`
-
-// revokeStatement is a revoke on PostgreSQL in one statement: the row
-// turns revoked and its revoke event is written together, only while the
-// row is active; otherwise no row comes back.
-const revokeStatement = `
-	WITH revoked AS (
-		UPDATE entitlements SET status = 'revoked', revoked_by = $2, revoked_at = $3
-		WHERE id = $1 AND status = 'active'
-		RETURNING ` + entitlementCols + `
-	), event AS (
-		INSERT INTO entitlement_events (entitlement_id, action, actor_user_id, created_at, updated_at)
-		SELECT id, 'revoke', $2, $3, $3 FROM revoked
-	)
-	SELECT ` + entitlementCols + ` FROM revoked`
 
 // rowAttempts bounds the retries of a grant, or of a capability issue,
 // that finds the account's active row changed between its read and its
@@ -171,11 +157,11 @@ const rowAttempts = 5
 func grant(ctx context.Context, tx *sqldb.Tx, ne box.NewEntitlement) (box.Entitlement, bool, error) {
 	for range rowAttempts {
 		ent, err := scanEntitlement(tx.QueryRow(ctx, `
-			INSERT INTO entitlements (account_id, product, status, version_range, source, reference, granted_by, granted_at)
-			VALUES ($1, $2, 'active', $3, $4, $5, $6, $7)
+			INSERT INTO entitlements (account_id, product, status, version_range, source, reference, granted_by, granted_at, max_installations)
+			VALUES ($1, $2, 'active', $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (account_id, product) WHERE status = 'active' DO NOTHING
 			RETURNING `+entitlementCols,
-			ne.AccountID, ne.Product, ne.VersionRange, ne.Source, ne.Reference, ne.GrantedBy, tx.Now))
+			ne.AccountID, ne.Product, ne.VersionRange, ne.Source, ne.Reference, ne.GrantedBy, tx.Now, ne.MaxInstallations))
 		if err == nil {
 			if err := appendEvent(ctx, tx, ent.ID, "grant", ne.GrantedBy); err != nil {
 				return box.Entitlement{}, false, err
@@ -221,13 +207,10 @@ func activeEntitlement(ctx context.Context, q rowQuerier, accountID, product, lo
 
 // Revoke implements box.Store.
 func (s *Store) Revoke(ctx context.Context, id int64, actor string) (ent box.Entitlement, err error) {
-	if s.db.Engine == sqldb.Postgres {
-		err = s.db.WriteRow(ctx, entitlementInto(&ent), revokeStatement, id, actor, sqldb.Timestamp(s.db.Now()))
-		if !errors.Is(err, sql.ErrNoRows) {
-			return ent, err
-		}
-		// Unknown, or already revoked: the transaction below tells which.
-	}
+	// One transaction, its statements one after another: the revoke of the
+	// entitlement first, which waits for any activation holding its row
+	// (installations_guard), so the installations' update that follows
+	// sees every installation committed under it.
 	err = s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		ent, err = scanEntitlement(tx.QueryRow(ctx, `
 			UPDATE entitlements SET status = 'revoked', revoked_by = $2, revoked_at = $3
@@ -235,11 +218,14 @@ func (s *Store) Revoke(ctx context.Context, id int64, actor string) (ent box.Ent
 			RETURNING `+entitlementCols, id, actor, tx.Now))
 		switch {
 		case err == nil:
-			// Revoking changes this one row and writes one event
-			// (entitlements.md 4.3); its outstanding capabilities are void
-			// because redeeming re-checks the entitlement in the same
-			// statement that consumes them.
-			return appendEvent(ctx, tx, id, "revoke", actor)
+			// Revoking writes one event (entitlements.md 4.3) and ends the
+			// entitlement's installations (licensing.md §2); its outstanding
+			// capabilities are void because redeeming re-checks the
+			// entitlement in the same statement that consumes them.
+			if err := appendEvent(ctx, tx, id, "revoke", actor); err != nil {
+				return err
+			}
+			return revokeInstallations(ctx, tx, "entitlement_id = $1", id)
 		case !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("revoke entitlement: %w", err)
 		}

@@ -288,6 +288,7 @@ func (c *Client) AccountRole(ctx context.Context, token, accountID string) (stri
 // Account is an account as its member reads it (GET /v1/accounts/{id}).
 type Account struct {
 	ID       string
+	Name     string
 	Role     string
 	Personal bool
 	Scopes   []string
@@ -312,6 +313,7 @@ func (c *Client) Account(ctx context.Context, token, accountID string) (Account,
 	}
 	var acct struct {
 		ID       string   `json:"id"`
+		Name     string   `json:"name"`
 		Role     string   `json:"role"`
 		Personal *bool    `json:"personal"`
 		Scopes   []string `json:"scopes"`
@@ -325,7 +327,7 @@ func (c *Client) Account(ctx context.Context, token, accountID string) (Account,
 	if strings.TrimSpace(acct.Role) == "" || acct.Personal == nil {
 		return Account{}, c.failure(ctx, call, "empty_role")
 	}
-	return Account{ID: acct.ID, Role: acct.Role, Personal: *acct.Personal, Scopes: acct.Scopes}, nil
+	return Account{ID: acct.ID, Name: acct.Name, Role: acct.Role, Personal: *acct.Personal, Scopes: acct.Scopes}, nil
 }
 
 // Me returns the caller's user (Email empty when identity names none).
