@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/platformco/platform/internal/billing/httpapi"
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/service"
 )
@@ -33,7 +34,12 @@ type Config struct {
 	IdentityTimeout     time.Duration `env:"BILLING_IDENTITY_TIMEOUT, default=2s" rule:"positive"`
 	BoxURL              string        `env:"BILLING_BOX_URL" rule:"url"`
 	PublicURL           string        `env:"BILLING_PUBLIC_URL, default=http://localhost:8080" rule:"url"`
-	EventsURL           string        `env:"EVENTS_URL"`
+	// ServiceTokens admit platform services to POST /v1/usage:
+	// name:secret pairs, as courier's.
+	ServiceTokens string `env:"BILLING_SERVICE_TOKENS"`
+	EventsURL     string `env:"EVENTS_URL"`
+
+	serviceTokens httpapi.ServiceTokens
 }
 
 // Development reports whether BILLING_ENV is development.
@@ -63,6 +69,11 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("BILLING_PROCESSOR: must be stripe or test, got %q", c.Processor)
 	}
+	tokens, err := httpapi.ParseServiceTokens(c.ServiceTokens)
+	if err != nil {
+		return fmt.Errorf("BILLING_SERVICE_TOKENS: %v", err)
+	}
+	c.serviceTokens = tokens
 	if c.EventsURL != "" {
 		if err := events.ValidateURL(c.EventsURL); err != nil {
 			return fmt.Errorf("EVENTS_URL: %v", err)

@@ -58,7 +58,7 @@ func writeEvents(ctx context.Context, tx *sqldb.Tx, evs ...billing.Event) error 
 	return nil
 }
 
-const planColumns = `id, name, products, amount, currency, interval, trial_days, version_range, active, processor_price_id, created_at, updated_at`
+const planColumns = `id, name, products, amount, currency, interval, trial_days, version_range, active, processor_price_id, created_at, updated_at, meter`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -66,7 +66,7 @@ func scanPlan(r scanner) (billing.Plan, error) {
 	var p billing.Plan
 	var prods string
 	err := r.Scan(&p.ID, &p.Name, &prods, &p.Amount, &p.Currency, &p.Interval, &p.TrialDays, &p.VersionRange, &p.Active,
-		&p.ProcessorPriceID, (*sqldb.TimeValue)(&p.CreatedAt), (*sqldb.TimeValue)(&p.UpdatedAt))
+		&p.ProcessorPriceID, (*sqldb.TimeValue)(&p.CreatedAt), (*sqldb.TimeValue)(&p.UpdatedAt), &p.Meter)
 	p.Products = strings.Split(prods, ",")
 	return p, err
 }
@@ -75,9 +75,9 @@ func scanPlan(r scanner) (billing.Plan, error) {
 func (s *Store) CreatePlan(ctx context.Context, p billing.Plan) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		p.CreatedAt, p.UpdatedAt = tx.Now, tx.Now
-		_, err := tx.Exec(ctx, `INSERT INTO plans (`+planColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
+		_, err := tx.Exec(ctx, `INSERT INTO plans (`+planColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12)`,
 			p.ID, p.Name, strings.Join(p.Products, ","), p.Amount, p.Currency, p.Interval, p.TrialDays, p.VersionRange, p.Active,
-			p.ProcessorPriceID, tx.Now)
+			p.ProcessorPriceID, tx.Now, p.Meter)
 		if sqldb.IsUniqueViolation(err) {
 			return errs.New(billing.CodeConflict, "a plan with this id exists")
 		}
@@ -107,9 +107,9 @@ func (s *Store) UpdatePlan(ctx context.Context, id string, change func(*billing.
 		p.UpdatedAt = tx.Now
 		if _, err := tx.Exec(ctx, `
 			UPDATE plans SET name = $2, products = $3, amount = $4, interval = $5, trial_days = $6, version_range = $7,
-				active = $8, processor_price_id = $9, updated_at = $10 WHERE id = $1`,
+				active = $8, processor_price_id = $9, updated_at = $10, meter = $11 WHERE id = $1`,
 			p.ID, p.Name, strings.Join(p.Products, ","), p.Amount, p.Interval, p.TrialDays, p.VersionRange, p.Active,
-			p.ProcessorPriceID, tx.Now); err != nil {
+			p.ProcessorPriceID, tx.Now, p.Meter); err != nil {
 			return err
 		}
 		out = p

@@ -43,6 +43,24 @@ func TestAdapterAgainstStripeMock(t *testing.T) {
 			t.Fatalf("CreateCheckout(%s) = %+v, %v", interval, co, err)
 		}
 	}
+	// A metered plan: a meter for its metric, a metered price, a
+	// subscription checkout without a quantity, and a meter event keyed
+	// by the usage id.
+	meter := "tokens"
+	price, err := c.CreatePrice(ctx, billing.Plan{ID: "p2", Name: "Tokens", Amount: 2, Currency: "usd", Interval: billing.IntervalMonth, Meter: &meter})
+	if err != nil || !strings.HasPrefix(price, "price_") {
+		t.Fatalf("CreatePrice(metered) = %q, %v", price, err)
+	}
+	co, err := c.CreateCheckout(ctx, billing.CheckoutSpec{Mode: billing.ModeSubscription, CustomerID: cust, PriceID: price, Metered: true,
+		AccountID: "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", PlanID: "p2", UserID: "u1",
+		SuccessURL: "http://web.example/ok", CancelURL: "http://web.example/no"})
+	if err != nil || !strings.HasPrefix(co.ID, "cs_") {
+		t.Fatalf("CreateCheckout(metered) = %+v, %v", co, err)
+	}
+	if err := c.ReportUsage(ctx, billing.MeterEvent{Identifier: "0190f3a2-9300-7b1a-9d2e-3f4a5b6c7d8e", EventName: meter, CustomerID: cust,
+		Value: 1200, Timestamp: time.Now()}); err != nil {
+		t.Fatalf("ReportUsage = %v", err)
+	}
 	if strings.Contains(logs.String(), secretKey) {
 		t.Error("the secret key was logged")
 	}
@@ -56,6 +74,10 @@ func TestAdapterFailsClosed(t *testing.T) {
 	_, err := c.CreateCustomer(context.Background(), billing.CustomerSpec{AccountID: "a"})
 	if errs.Code(err) != billing.CodeUnavailable {
 		t.Fatalf("err = %v, want unavailable", err)
+	}
+	if err := c.ReportUsage(context.Background(), billing.MeterEvent{Identifier: "u", EventName: "tokens", CustomerID: "cus_1", Value: 1,
+		Timestamp: time.Now()}); errs.Code(err) != billing.CodeUnavailable {
+		t.Fatalf("ReportUsage err = %v, want unavailable", err)
 	}
 	if strings.Contains(err.Error()+logs.String(), secretKey) {
 		t.Error("the key leaked")

@@ -52,6 +52,7 @@ type Processor struct {
 	http   *http.Client
 	mu     sync.Mutex
 	checks map[string]*session
+	meters map[string]billing.MeterEvent
 }
 
 type session struct {
@@ -70,7 +71,7 @@ func New(o Options) *Processor {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
-	return &Processor{o: o, http: &http.Client{Timeout: 10 * time.Second}, checks: map[string]*session{}}
+	return &Processor{o: o, http: &http.Client{Timeout: 10 * time.Second}, checks: map[string]*session{}, meters: map[string]billing.MeterEvent{}}
 }
 
 // SetWebhookURL names billing's own webhook route once its listener is
@@ -105,6 +106,28 @@ func (p *Processor) CreateCheckout(_ context.Context, s billing.CheckoutSpec) (b
 	defer p.mu.Unlock()
 	p.checks[id] = &session{CheckoutSpec: s, id: id, customer: s.CustomerID, expiresAt: exp}
 	return billing.ProcessorCheckout{ID: id, URL: p.o.PublicURL + "/dev/checkout/" + id, ExpiresAt: exp}, nil
+}
+
+// ReportUsage implements billing.Processor: kept in memory by identifier,
+// as Stripe counts one identifier once.
+func (p *Processor) ReportUsage(_ context.Context, e billing.MeterEvent) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, seen := p.meters[e.Identifier]; !seen {
+		p.meters[e.Identifier] = e
+	}
+	return nil
+}
+
+// MeterEvents returns the meter events received, one per identifier.
+func (p *Processor) MeterEvents() []billing.MeterEvent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]billing.MeterEvent, 0, len(p.meters))
+	for _, e := range p.meters {
+		out = append(out, e)
+	}
+	return out
 }
 
 // Handler serves the hosted checkout page: GET shows the form, POST pays.

@@ -1,0 +1,45 @@
+-- +goose Up
+-- Usage metering: the records as accepted (idempotent on their id), their
+-- hourly sums per account and metric, and the meter events owed to the
+-- processor for accounts on a metered plan, sent by a durable relay.
+ALTER TABLE plans ADD COLUMN meter TEXT CHECK (meter IS NULL OR (length(meter) BETWEEN 1 AND 64 AND meter NOT GLOB '*[^a-z0-9_]*' AND interval <> 'once'));
+
+CREATE TABLE usage_records (
+    id           TEXT PRIMARY KEY CHECK (length(id) = 36),
+    account_id   TEXT NOT NULL CHECK (length(account_id) = 36),
+    metric       TEXT NOT NULL CHECK (length(metric) BETWEEN 1 AND 64 AND metric NOT GLOB '*[^a-z0-9_]*'),
+    quantity     INTEGER NOT NULL CHECK (typeof(quantity) = 'integer' AND quantity > 0),
+    window_start TIMESTAMP NOT NULL,
+    window_end   TIMESTAMP NOT NULL,
+    source       TEXT NOT NULL CHECK (source <> ''),
+    created_at   TIMESTAMP NOT NULL,
+    CHECK (window_end >= window_start)
+);
+CREATE INDEX usage_records_account ON usage_records (account_id, metric, window_start);
+
+CREATE TABLE usage_hourly (
+    account_id TEXT NOT NULL CHECK (length(account_id) = 36),
+    metric     TEXT NOT NULL,
+    hour       TIMESTAMP NOT NULL,
+    quantity   INTEGER NOT NULL CHECK (typeof(quantity) = 'integer' AND quantity > 0),
+    PRIMARY KEY (account_id, metric, hour)
+);
+
+CREATE TABLE meter_reports (
+    usage_id              TEXT PRIMARY KEY REFERENCES usage_records (id),
+    processor_customer_id TEXT NOT NULL CHECK (processor_customer_id <> ''),
+    event_name            TEXT NOT NULL CHECK (event_name <> ''),
+    value                 INTEGER NOT NULL CHECK (value > 0),
+    occurred_at           TIMESTAMP NOT NULL,
+    attempts              INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at       TIMESTAMP NOT NULL,
+    last_error            TEXT,
+    reported_at           TIMESTAMP
+);
+CREATE INDEX meter_reports_pending ON meter_reports (next_attempt_at) WHERE reported_at IS NULL;
+
+-- +goose Down
+DROP TABLE meter_reports;
+DROP TABLE usage_hourly;
+DROP TABLE usage_records;
+ALTER TABLE plans DROP COLUMN meter;
