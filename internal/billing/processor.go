@@ -20,6 +20,9 @@ type Processor interface {
 	// ReportUsage sends a meter event; the processor counts one
 	// Identifier once.
 	ReportUsage(ctx context.Context, e MeterEvent) error
+	// Refund returns part or all of a payment; returns the refund's id.
+	// The processor then sends charge.refunded.
+	Refund(ctx context.Context, r RefundSpec) (string, error)
 }
 
 // CustomerSpec is a customer to make at the processor.

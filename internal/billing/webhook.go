@@ -81,6 +81,9 @@ type InvoiceFact struct {
 	HostedURL      string
 	PDFURL         string
 	Email          string
+	// PaymentIntentID is the PaymentIntent that paid it (the invoice's
+	// payments), which a refund's charge names.
+	PaymentIntentID string
 }
 
 // PaymentFailure is a failed PaymentIntent.
@@ -302,6 +305,7 @@ func applyInvoicePaid(ctx context.Context, tx StateTx, ev ProcessorEvent) (Outco
 	}
 	p.ProcessorPaymentID, p.Kind, p.Amount, p.Currency = f.ID, KindInvoice, f.AmountPaid, f.Currency
 	p.Status, p.Email, p.InvoiceID, p.SubscriptionID, p.LastEventCreated = PaymentSucceeded, f.Email, f.ID, f.SubscriptionID, ev.Created
+	p.PaymentIntentID = f.PaymentIntentID
 	if ValidUUID(accountID) {
 		p.AccountID = accountID
 	}
@@ -370,11 +374,7 @@ func applyFailure(ctx context.Context, tx StateTx, ev ProcessorEvent, f PaymentF
 
 func applyRefund(ctx context.Context, tx StateTx, ev ProcessorEvent) (Outcome, error) {
 	c := ev.Charge
-	ref := c.PaymentID
-	if ref == "" {
-		ref = c.InvoiceID
-	}
-	p, ok, err := tx.Payment(ctx, ref)
+	p, ok, err := tx.PaymentOfCharge(ctx, c.PaymentID, c.InvoiceID)
 	if err != nil {
 		return "", err
 	}

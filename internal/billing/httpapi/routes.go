@@ -68,6 +68,7 @@ func NewServer(d Deps) http.Handler {
 		mux.HandleFunc("GET /v1/operator/reconciliations", h.reconciliations)
 		mux.HandleFunc("POST /v1/operator/reconciliations/{id}/grant", h.grant)
 		mux.HandleFunc("POST /v1/operator/reconciliations/{id}/revoke", h.revoke)
+		mux.HandleFunc("POST /v1/operator/payments/{id}/refund", h.refund)
 		mux.HandleFunc("POST /v1/usage", h.recordUsage)
 		mux.HandleFunc("GET /v1/accounts/{id}/usage", h.accountUsage)
 	default:

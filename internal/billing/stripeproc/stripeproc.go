@@ -196,6 +196,19 @@ func (c *Client) ReportUsage(ctx context.Context, e billing.MeterEvent) error {
 	return nil
 }
 
+// Refund implements billing.Processor.
+func (c *Client) Refund(ctx context.Context, r billing.RefundSpec) (string, error) {
+	p := &stripe.RefundCreateParams{PaymentIntent: stripe.String(r.PaymentIntentID), Amount: stripe.Int64(r.Amount)}
+	if r.IdempotencyKey != "" {
+		p.SetIdempotencyKey(r.IdempotencyKey)
+	}
+	re, err := c.sc.V1Refunds.Create(ctx, p)
+	if err != nil || re.ID == "" {
+		return "", c.unavailable(ctx, "refunds.create", err)
+	}
+	return re.ID, nil
+}
+
 // ErrSignature is a webhook whose signature is missing, bad or stale.
 var ErrSignature = errors.New("invalid webhook signature")
 
@@ -283,6 +296,14 @@ func Normalize(ev stripe.Event) (billing.ProcessorEvent, error) {
 				}
 			}
 		}
+		if inv.Payments != nil {
+			for _, ip := range inv.Payments.Data {
+				if ip != nil && ip.Payment != nil && ip.Payment.PaymentIntent != nil && ip.Payment.PaymentIntent.ID != "" {
+					f.PaymentIntentID = ip.Payment.PaymentIntent.ID
+					break
+				}
+			}
+		}
 		out.Invoice = f
 	case billing.EvPaymentIntentFailed:
 		var pi stripe.PaymentIntent
@@ -309,6 +330,22 @@ func Normalize(ev stripe.Event) (billing.ProcessorEvent, error) {
 		f := &billing.ChargeFact{Amount: ch.Amount, AmountRefunded: ch.AmountRefunded, Currency: string(ch.Currency)}
 		if ch.PaymentIntent != nil {
 			f.PaymentID = ch.PaymentIntent.ID
+		}
+		// API versions before 2025-03-31 name the charge's invoice on it;
+		// later ones only through the invoice's payments (InvoiceFact).
+		var older struct {
+			Invoice json.RawMessage `json:"invoice"`
+		}
+		if json.Unmarshal(raw, &older) == nil && len(older.Invoice) > 0 {
+			var id string
+			if json.Unmarshal(older.Invoice, &id) != nil {
+				var obj struct {
+					ID string `json:"id"`
+				}
+				_ = json.Unmarshal(older.Invoice, &obj)
+				id = obj.ID
+			}
+			f.InvoiceID = id
 		}
 		out.Charge = f
 	case billing.EvDisputeCreated:

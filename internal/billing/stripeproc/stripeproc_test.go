@@ -57,6 +57,10 @@ func TestAdapterAgainstStripeMock(t *testing.T) {
 	if err != nil || !strings.HasPrefix(co.ID, "cs_") {
 		t.Fatalf("CreateCheckout(metered) = %+v, %v", co, err)
 	}
+	if id, err := c.Refund(ctx, billing.RefundSpec{PaymentIntentID: "pi_123", Amount: 2000, Currency: "usd", Total: 12000,
+		IdempotencyKey: "refund-1"}); err != nil || !strings.HasPrefix(id, "re_") {
+		t.Fatalf("Refund = %q, %v", id, err)
+	}
 	if err := c.ReportUsage(ctx, billing.MeterEvent{Identifier: "0190f3a2-9300-7b1a-9d2e-3f4a5b6c7d8e", EventName: meter, CustomerID: cust,
 		Value: 1200, Timestamp: time.Now()}); err != nil {
 		t.Fatalf("ReportUsage = %v", err)
@@ -126,6 +130,14 @@ func TestParse(t *testing.T) {
 			func(e billing.ProcessorEvent) bool {
 				return e.Charge != nil && e.Charge.PaymentID == "pi_1" && e.Charge.AmountRefunded == 12000
 			}},
+		{"charge.refunded", map[string]any{"id": "ch_2", "object": "charge", "invoice": "in_1", "amount": 500, "amount_refunded": 100, "currency": "usd"},
+			func(e billing.ProcessorEvent) bool {
+				return e.Charge != nil && e.Charge.PaymentID == "" && e.Charge.InvoiceID == "in_1" && e.Charge.AmountRefunded == 100
+			}},
+		{"invoice.paid", map[string]any{"id": "in_2", "object": "invoice", "customer": "cus_1", "amount_due": 500, "amount_paid": 500,
+			"currency": "usd", "status": "paid", "payments": map[string]any{"object": "list", "data": []any{map[string]any{"id": "inpay_1",
+				"object": "invoice_payment", "payment": map[string]any{"type": "payment_intent", "payment_intent": "pi_9"}}}}},
+			func(e billing.ProcessorEvent) bool { return e.Invoice != nil && e.Invoice.PaymentIntentID == "pi_9" }},
 		{"charge.dispute.created", map[string]any{"id": "dp_1", "object": "dispute", "payment_intent": "pi_1", "amount": 12000, "currency": "usd"},
 			func(e billing.ProcessorEvent) bool { return e.Dispute != nil && e.Dispute.PaymentID == "pi_1" }},
 		{"customer.subscription.updated", map[string]any{"id": "sub_1", "object": "subscription", "customer": "cus_1", "status": "past_due",

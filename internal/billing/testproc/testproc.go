@@ -26,6 +26,7 @@ import (
 
 	"github.com/platformco/platform/internal/billing"
 	"github.com/platformco/platform/internal/billing/stripeproc"
+	"github.com/platformco/platform/internal/errs"
 )
 
 // Stripe's documented test cards the page knows.
@@ -117,6 +118,21 @@ func (p *Processor) ReportUsage(_ context.Context, e billing.MeterEvent) error {
 		p.meters[e.Identifier] = e
 	}
 	return nil
+}
+
+// Refund implements billing.Processor as Stripe does it: the refund is
+// accepted and charge.refunded, with the charge's new amount_refunded,
+// is posted signed to billing's webhook route before it answers.
+func (p *Processor) Refund(ctx context.Context, r billing.RefundSpec) (string, error) {
+	id := newID("re_test_")
+	ch := event("charge.refunded", map[string]any{"id": newID("ch_test_"), "object": "charge", "payment_intent": r.PaymentIntentID,
+		"amount": r.Total, "amount_refunded": r.AlreadyRefunded + r.Amount, "currency": r.Currency, "refunded": r.AlreadyRefunded+r.Amount >= r.Total,
+		"status": "succeeded"})
+	if err := p.post(ctx, []map[string]any{ch}); err != nil {
+		p.o.Logger.WarnContext(ctx, "test processor: refund webhook delivery failed", "err", err.Error())
+		return "", errs.New(billing.CodeUnavailable, "payment processor unavailable")
+	}
+	return id, nil
 }
 
 // MeterEvents returns the meter events received, one per identifier.
@@ -253,7 +269,7 @@ func (p *Processor) paid(s *session, email string) []map[string]any {
 		sess["payment_intent"] = newID("pi_test_")
 		return []map[string]any{event("checkout.session.completed", sess)}
 	}
-	subID, invID := newID("sub_test_"), newID("in_test_")
+	subID, invID, piID := newID("sub_test_"), newID("in_test_"), newID("pi_test_")
 	now := time.Now()
 	end := now.AddDate(0, 1, 0)
 	if s.Interval == billing.IntervalYear {
@@ -273,7 +289,9 @@ func (p *Processor) paid(s *session, email string) []map[string]any {
 			"hosted_invoice_url": p.o.PublicURL + "/dev/invoices/" + invID, "invoice_pdf": p.o.PublicURL + "/dev/invoices/" + invID + ".pdf",
 			"parent": map[string]any{"type": "subscription_details", "subscription_details": map[string]any{"subscription": subID, "metadata": s.metadata()}},
 			"lines": map[string]any{"object": "list", "data": []any{map[string]any{"id": newID("il_test_"), "object": "line_item",
-				"pricing": map[string]any{"type": "price_details", "price_details": map[string]any{"price": s.PriceID}}}}}}
+				"pricing": map[string]any{"type": "price_details", "price_details": map[string]any{"price": s.PriceID}}}}},
+			"payments": map[string]any{"object": "list", "data": []any{map[string]any{"id": newID("inpay_test_"), "object": "invoice_payment",
+				"payment": map[string]any{"type": "payment_intent", "payment_intent": piID}}}}}
 	}
 	return []map[string]any{
 		event("customer.subscription.created", sub),

@@ -38,7 +38,14 @@ CREATE TABLE meter_reports (
 );
 CREATE INDEX meter_reports_pending ON meter_reports (next_attempt_at) WHERE reported_at IS NULL;
 
+-- An invoice's payment keeps the PaymentIntent that paid it: a refund's
+-- charge names the PaymentIntent, not the invoice.
+ALTER TABLE payments ADD COLUMN payment_intent_id TEXT;
+CREATE INDEX payments_payment_intent ON payments (payment_intent_id);
+
 -- +goose Down
+DROP INDEX payments_payment_intent;
+ALTER TABLE payments DROP COLUMN payment_intent_id;
 DROP TABLE meter_reports;
 DROP TABLE usage_hourly;
 DROP TABLE usage_records;
