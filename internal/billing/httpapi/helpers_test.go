@@ -135,8 +135,14 @@ type env struct {
 
 func newEnv(t testing.TB, engine sqldb.Engine) *env {
 	t.Helper()
+	return newEnvOn(t, sqltest.Open(t, engine, sqlstore.Migrations))
+}
+
+// newEnvOn is newEnv over db, migrated.
+func newEnvOn(t testing.TB, db *sqldb.DB) *env {
+	t.Helper()
 	logger, logs := logtest.New()
-	e := &env{t: t, db: sqltest.Open(t, engine, sqlstore.Migrations), identity: newFakeIdentity(t), logs: logs, logger: logger}
+	e := &env{t: t, db: db, identity: newFakeIdentity(t), logs: logs, logger: logger}
 	e.store = sqlstore.New(e.db)
 	e.ident = httpapi.NewIdentity(e.identity.srv.URL, 2*time.Second, logger)
 	t.Cleanup(e.ident.Close)
