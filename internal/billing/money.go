@@ -144,6 +144,11 @@ type Reconciliation struct {
 // transaction that records the event (Store.Apply).
 type StateTx interface {
 	Now() time.Time
+	// QueueMail queues a mail to courier with the state change.
+	QueueMail(ctx context.Context, m Mail) error
+	// AccountEmail is the address of the account's customer ("" for an
+	// account that never checked out).
+	AccountEmail(ctx context.Context, accountID string) (string, error)
 	PlanByID(ctx context.Context, id string) (Plan, bool, error)
 	PlanByPrice(ctx context.Context, priceID string) (Plan, bool, error)
 	CustomerByProcessor(ctx context.Context, processorCustomerID string) (Customer, bool, error)

@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -244,6 +245,11 @@ func applyCheckout(ctx context.Context, tx StateTx, ev ProcessorEvent) (Outcome,
 	if err := tx.Emit(ctx, paymentSucceededCheckout(ev, p)); err != nil {
 		return "", err
 	}
+	if m, ok := receipt(p, plan.Name); ok {
+		if err := tx.QueueMail(ctx, m); err != nil {
+			return "", err
+		}
+	}
 	facts := Facts{
 		AmountMatches: p.Amount == plan.Amount && p.Currency == plan.Currency,
 		OneTime:       plan.Interval == IntervalOnce,
@@ -321,6 +327,15 @@ func applyInvoicePaid(ctx context.Context, tx StateTx, ev ProcessorEvent) (Outco
 	if err := tx.Emit(ctx, paymentSucceededInvoice(ev, p)); err != nil {
 		return "", err
 	}
+	item := "invoice " + p.InvoiceID
+	if plan != nil {
+		item = plan.Name + " (invoice " + p.InvoiceID + ")"
+	}
+	if m, ok := receipt(p, item); ok {
+		if err := tx.QueueMail(ctx, m); err != nil {
+			return "", err
+		}
+	}
 	// A subscription's payment is not a sale under the procedure: ask.
 	r := Reconciliation{PaymentID: p.ID, ProcessorEventID: ev.ID, AccountID: p.AccountID, PlanID: p.PlanID,
 		State: StateNeedsAttention, Reason: ReasonNotASale, Facts: Facts{Settled: true, PaymentEmail: p.Email}}
@@ -368,6 +383,18 @@ func applyFailure(ctx context.Context, tx StateTx, ev ProcessorEvent, f PaymentF
 	}
 	if err := tx.Emit(ctx, paymentFailed(ev, p, f.Reason)); err != nil {
 		return "", err
+	}
+	if to, err := tx.AccountEmail(ctx, p.AccountID); err != nil {
+		return "", err
+	} else if to != "" {
+		reason := f.Reason
+		if reason == "" {
+			reason = "payment_failed"
+		}
+		if err := tx.QueueMail(ctx, Mail{Template: TemplatePaymentFailed, To: to, AccountID: p.AccountID, Data: map[string]string{
+			"amount": FormatAmount(p.Amount, p.Currency), "reason": strings.ReplaceAll(reason, "_", " ")}}); err != nil {
+			return "", err
+		}
 	}
 	return OutcomeApplied, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/platformco/platform/internal/billing"
 	"github.com/platformco/platform/internal/billing/boxclient"
@@ -93,6 +94,11 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 				app.OnStop(stop)
 			}
 			store := sqlstore.New(app.DB)
+			if cfg.CourierURL == "" {
+				logger.WarnContext(ctx, "BILLING_COURIER_URL is empty: receipts wait queued")
+			}
+			mail := &billing.MailRelay{Store: store, URL: cfg.CourierURL, Token: cfg.CourierToken, PublicURL: cfg.PublicURL, Logger: logger}
+			app.Go(func(ctx context.Context) { mail.Run(ctx, 2*time.Second) })
 			meters := billing.NewMeterRelay(store, proc, logger)
 			app.Go(meters.Run)
 			deps.Meters = meters

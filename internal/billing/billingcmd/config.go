@@ -37,7 +37,11 @@ type Config struct {
 	// ServiceTokens admit platform services to POST /v1/usage:
 	// name:secret pairs, as courier's.
 	ServiceTokens string `env:"BILLING_SERVICE_TOKENS"`
-	EventsURL     string `env:"EVENTS_URL"`
+	// CourierURL and CourierToken ("billing:<secret>", one of courier's
+	// COURIER_SERVICE_TOKENS) send receipts; unset, they wait queued.
+	CourierURL   string `env:"BILLING_COURIER_URL" rule:"url"`
+	CourierToken string `env:"BILLING_COURIER_TOKEN"`
+	EventsURL    string `env:"EVENTS_URL"`
 
 	serviceTokens httpapi.ServiceTokens
 }
@@ -74,6 +78,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("BILLING_SERVICE_TOKENS: %v", err)
 	}
 	c.serviceTokens = tokens
+	if c.CourierURL != "" && !strings.Contains(c.CourierToken, ":") {
+		return errors.New("BILLING_COURIER_TOKEN: is required with BILLING_COURIER_URL, as name:secret")
+	}
 	if c.EventsURL != "" {
 		if err := events.ValidateURL(c.EventsURL); err != nil {
 			return fmt.Errorf("EVENTS_URL: %v", err)

@@ -3,10 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/platformco/platform/internal/billing"
+	"github.com/platformco/platform/internal/ids"
 	"github.com/platformco/platform/internal/sqldb"
 )
 
@@ -151,4 +153,73 @@ func (s *Store) MeterReports(ctx context.Context) (map[string]bool, error) {
 		out[id] = sent
 	}
 	return out, rows.Err()
+}
+
+func (t *stateTx) QueueMail(ctx context.Context, m billing.Mail) error {
+	data, err := json.Marshal(m.Data)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.Exec(ctx, `INSERT INTO mail_outbox (id, template, to_address, account_id, data, next_attempt_at, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $6)`, ids.New(), m.Template, m.To, m.AccountID, string(data), t.tx.Now)
+	return err
+}
+
+func (t *stateTx) AccountEmail(ctx context.Context, accountID string) (string, error) {
+	var email string
+	err := t.tx.QueryRow(ctx, `SELECT email FROM customers WHERE account_id = $1`, accountID).Scan(&email)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return email, err
+}
+
+// mailLease is how long a claimed mail waits before another relay may
+// claim it again.
+const mailLease = time.Minute
+
+// PendingMail implements billing.MailStore.
+func (s *Store) PendingMail(ctx context.Context, limit int) ([]billing.Mail, error) {
+	var out []billing.Mail
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		var err error
+		out, err = scanAll(func(r scanner) (billing.Mail, error) {
+			var m billing.Mail
+			var data string
+			if err := r.Scan(&m.ID, &m.Template, &m.To, &m.AccountID, &data, &m.Attempts); err != nil {
+				return m, err
+			}
+			return m, json.Unmarshal([]byte(data), &m.Data)
+		})(tx.Query(ctx, `SELECT id, template, to_address, account_id, data, attempts FROM mail_outbox
+			WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= $1 ORDER BY next_attempt_at, id LIMIT $2`+tx.DB().SkipLocked(),
+			tx.Now, limit))
+		if err != nil {
+			return err
+		}
+		for _, m := range out {
+			if _, err := tx.Exec(ctx, `UPDATE mail_outbox SET next_attempt_at = $2 WHERE id = $1`, m.ID, tx.Now.Add(mailLease)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// MailDone implements billing.MailStore.
+func (s *Store) MailDone(ctx context.Context, id, failure string, next time.Time, final bool) error {
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		var err error
+		switch {
+		case failure == "":
+			_, err = tx.Exec(ctx, `UPDATE mail_outbox SET attempts = attempts + 1, sent_at = $2, last_error = NULL WHERE id = $1`, id, tx.Now)
+		case final:
+			_, err = tx.Exec(ctx, `UPDATE mail_outbox SET attempts = attempts + 1, failed_at = $2, last_error = $3 WHERE id = $1`,
+				id, tx.Now, failure)
+		default:
+			_, err = tx.Exec(ctx, `UPDATE mail_outbox SET attempts = attempts + 1, last_error = $2, next_attempt_at = $3 WHERE id = $1`,
+				id, failure, sqldb.Timestamp(next))
+		}
+		return err
+	})
 }

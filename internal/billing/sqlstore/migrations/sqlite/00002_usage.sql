@@ -43,7 +43,25 @@ CREATE INDEX meter_reports_pending ON meter_reports (next_attempt_at) WHERE repo
 ALTER TABLE payments ADD COLUMN payment_intent_id TEXT;
 CREATE INDEX payments_payment_intent ON payments (payment_intent_id);
 
+-- Mail owed to payers (receipts, failed payments), queued with the
+-- payment and handed to courier by a relay; the data holds no secret.
+CREATE TABLE mail_outbox (
+    id              TEXT PRIMARY KEY,
+    template        TEXT NOT NULL CHECK (template IN ('payment_receipt', 'payment_failed')),
+    to_address      TEXT NOT NULL CHECK (to_address <> ''),
+    account_id      TEXT NOT NULL,
+    data            TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at TIMESTAMP NOT NULL,
+    last_error      TEXT,
+    sent_at         TIMESTAMP,
+    failed_at       TIMESTAMP,
+    created_at      TIMESTAMP NOT NULL
+);
+CREATE INDEX mail_outbox_pending ON mail_outbox (next_attempt_at) WHERE sent_at IS NULL AND failed_at IS NULL;
+
 -- +goose Down
+DROP TABLE mail_outbox;
 DROP INDEX payments_payment_intent;
 ALTER TABLE payments DROP COLUMN payment_intent_id;
 DROP TABLE meter_reports;
