@@ -44,14 +44,17 @@ func Sellable(p string) bool { return products.Valid(p) && p != products.Kit }
 // Plan is something to buy (billing.md §2). Amount is in minor units of
 // Currency.
 type Plan struct {
-	ID               string
-	Name             string
-	Products         []string
-	Amount           int64
-	Currency         string
-	Interval         string
-	TrialDays        int
-	VersionRange     *string
+	ID           string
+	Name         string
+	Products     []string
+	Amount       int64
+	Currency     string
+	Interval     string
+	TrialDays    int
+	VersionRange *string
+	// Meter is the usage metric a recurring plan bills by (its processor
+	// price is metered); nil for a flat plan.
+	Meter            *string
 	Active           bool
 	ProcessorPriceID string
 	CreatedAt        time.Time
@@ -116,6 +119,7 @@ type Store interface {
 	// apply over the state it changes and writes the events it emits. An
 	// event id already recorded returns duplicate true and runs nothing.
 	Apply(ctx context.Context, ev ProcessorEvent, apply func(tx StateTx) (Outcome, error)) (duplicate bool, err error)
+	UsageStore
 }
 
 // Identity answers who a bearer token belongs to (internal/identity/client

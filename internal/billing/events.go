@@ -6,7 +6,8 @@ import (
 	"github.com/platformco/platform/internal/ids"
 )
 
-// The twelve billing.* types (platform.md's catalogue).
+// The billing.* types (platform.md's catalogue; billing.usage.recorded is
+// in usage.go).
 const (
 	TypePlanCreated          = "billing.plan.created"
 	TypePlanUpdated          = "billing.plan.updated"
@@ -25,7 +26,7 @@ const (
 func EventTypes() []string {
 	return []string{TypePlanCreated, TypePlanUpdated, TypeCustomerCreated, TypeSubscriptionStarted,
 		TypeSubscriptionUpdated, TypeSubscriptionCanceled, TypeSubscriptionPastDue, TypePaymentSucceeded,
-		TypePaymentFailed, TypePaymentRefunded, TypeInvoiceCreated}
+		TypePaymentFailed, TypePaymentRefunded, TypeInvoiceCreated, TypeUsageRecorded}
 }
 
 // ValidUUID reports whether s is a canonical (lower-case) UUID.

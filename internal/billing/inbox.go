@@ -50,6 +50,8 @@ type InboxStore interface {
 	// Subscriptions and Invoices list an account's, newest first.
 	Subscriptions(ctx context.Context, accountID string) ([]Subscription, error)
 	Invoices(ctx context.Context, accountID, before string, limit int) ([]Invoice, error)
+	// PaymentByID reads one payment by billing's id. Errors: not_found.
+	PaymentByID(ctx context.Context, id string) (Payment, error)
 }
 
 // InboxItem is an item with what the console shows beside it.

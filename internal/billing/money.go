@@ -36,9 +36,13 @@ type Payment struct {
 	CheckoutSessionID  string
 	InvoiceID          string
 	SubscriptionID     string
-	LastEventCreated   int64
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
+	// PaymentIntentID is an invoice payment's PaymentIntent, which its
+	// charge (and so a refund) names; "" for a checkout's, whose
+	// ProcessorPaymentID is the PaymentIntent.
+	PaymentIntentID  string
+	LastEventCreated int64
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 // Subscription statuses are the processor's (active, trialing, past_due,
@@ -140,6 +144,11 @@ type Reconciliation struct {
 // transaction that records the event (Store.Apply).
 type StateTx interface {
 	Now() time.Time
+	// QueueMail queues a mail to courier with the state change.
+	QueueMail(ctx context.Context, m Mail) error
+	// AccountEmail is the address of the account's customer ("" for an
+	// account that never checked out).
+	AccountEmail(ctx context.Context, accountID string) (string, error)
 	PlanByID(ctx context.Context, id string) (Plan, bool, error)
 	PlanByPrice(ctx context.Context, priceID string) (Plan, bool, error)
 	CustomerByProcessor(ctx context.Context, processorCustomerID string) (Customer, bool, error)
@@ -147,6 +156,10 @@ type StateTx interface {
 	Payment(ctx context.Context, processorPaymentID string) (Payment, bool, error)
 	// SavePayment inserts p (its ID empty) or updates the row with its ID.
 	SavePayment(ctx context.Context, p *Payment) error
+	// PaymentOfCharge finds the payment a charge settled: by its
+	// PaymentIntent (a checkout's payment id, or an invoice's recorded
+	// PaymentIntent), else by its invoice.
+	PaymentOfCharge(ctx context.Context, paymentIntentID, invoiceID string) (Payment, bool, error)
 	Subscription(ctx context.Context, processorID string) (Subscription, bool, error)
 	SaveSubscription(ctx context.Context, s *Subscription) error
 	// SaveInvoice inserts inv unless the processor's invoice is stored

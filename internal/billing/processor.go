@@ -17,6 +17,12 @@ type Processor interface {
 	CreatePrice(ctx context.Context, p Plan) (string, error)
 	// CreateCheckout makes a Checkout Session.
 	CreateCheckout(ctx context.Context, c CheckoutSpec) (ProcessorCheckout, error)
+	// ReportUsage sends a meter event; the processor counts one
+	// Identifier once.
+	ReportUsage(ctx context.Context, e MeterEvent) error
+	// Refund returns part or all of a payment; returns the refund's id.
+	// The processor then sends charge.refunded.
+	Refund(ctx context.Context, r RefundSpec) (string, error)
 }
 
 // CustomerSpec is a customer to make at the processor.
@@ -35,16 +41,18 @@ const (
 // CheckoutSpec is a Checkout Session to make: the account id goes as
 // client_reference_id, Metadata is {account_id, plan_id, user_id}.
 type CheckoutSpec struct {
-	Mode           string
-	CustomerID     string
-	PriceID        string
-	Amount         int64
-	Currency       string
-	Interval       string
-	AccountID      string
-	PlanID         string
-	UserID         string
-	TrialDays      int
+	Mode       string
+	CustomerID string
+	PriceID    string
+	Amount     int64
+	Currency   string
+	Interval   string
+	AccountID  string
+	PlanID     string
+	UserID     string
+	TrialDays  int
+	// Metered is a plan billed by usage: its price takes no quantity.
+	Metered        bool
 	SuccessURL     string
 	CancelURL      string
 	IdempotencyKey string

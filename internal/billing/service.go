@@ -87,7 +87,9 @@ type PlanInput struct {
 	Interval     *string
 	TrialDays    *string
 	VersionRange *string
-	Active       *bool
+	// Meter is the metric a recurring plan bills by; "" clears it.
+	Meter  *string
+	Active *bool
 }
 
 var currencyRE = regexp.MustCompile(`^[a-z]{3}$`)
@@ -183,8 +185,22 @@ func (p *problems) plan(in PlanInput, pl *Plan, create bool) {
 			pl.VersionRange = &v
 		}
 	}
+	if in.Meter != nil {
+		switch {
+		case *in.Meter == "":
+			pl.Meter = nil
+		case !ValidMetric(*in.Meter):
+			p.Add("meter", "metric_name")
+		default:
+			m := *in.Meter
+			pl.Meter = &m
+		}
+	}
 	if in.Active != nil {
 		pl.Active = *in.Active
+	}
+	if pl.Interval == IntervalOnce && pl.Meter != nil {
+		p.Add("meter", "once_is_not_metered")
 	}
 	if pl.Interval == IntervalOnce && pl.TrialDays != 0 {
 		p.Add("trial_days", "once_has_no_trial")
@@ -241,7 +257,7 @@ func (s *Service) UpdatePlan(ctx context.Context, _ Staff, id string, in PlanInp
 		if err := p.err(); err != nil {
 			return false, err
 		}
-		if pl.Amount != before.Amount || pl.Interval != before.Interval || pl.TrialDays != before.TrialDays {
+		if pl.Amount != before.Amount || pl.Interval != before.Interval || pl.TrialDays != before.TrialDays || !sameString(pl.Meter, before.Meter) {
 			price, err := s.processor.CreatePrice(ctx, *pl)
 			if err != nil {
 				return false, err
@@ -250,7 +266,7 @@ func (s *Service) UpdatePlan(ctx context.Context, _ Staff, id string, in PlanInp
 		}
 		changed := pl.Name != before.Name || !slices.Equal(pl.Products, before.Products) || pl.Amount != before.Amount ||
 			pl.Interval != before.Interval || pl.TrialDays != before.TrialDays || pl.Active != before.Active ||
-			!sameString(pl.VersionRange, before.VersionRange)
+			!sameString(pl.VersionRange, before.VersionRange) || !sameString(pl.Meter, before.Meter)
 		return changed, nil
 	})
 }
@@ -346,7 +362,7 @@ func (s *Service) Checkout(ctx context.Context, token, accountID, planID, idempo
 	back := s.returnURL + "/app/accounts/" + m.AccountID + "/billing"
 	pc, err := s.processor.CreateCheckout(ctx, CheckoutSpec{Mode: CheckoutMode(plan.Interval), CustomerID: cust.ProcessorCustomerID,
 		PriceID: plan.ProcessorPriceID, Amount: plan.Amount, Currency: plan.Currency, Interval: plan.Interval, AccountID: m.AccountID, PlanID: plan.ID, UserID: user.ID, TrialDays: plan.TrialDays,
-		SuccessURL: back + "?checkout=success", CancelURL: back + "?checkout=canceled", IdempotencyKey: idempotencyKey})
+		Metered: plan.Meter != nil, SuccessURL: back + "?checkout=success", CancelURL: back + "?checkout=canceled", IdempotencyKey: idempotencyKey})
 	if err != nil {
 		return Checkout{}, false, err
 	}

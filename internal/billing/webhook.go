@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -81,6 +82,9 @@ type InvoiceFact struct {
 	HostedURL      string
 	PDFURL         string
 	Email          string
+	// PaymentIntentID is the PaymentIntent that paid it (the invoice's
+	// payments), which a refund's charge names.
+	PaymentIntentID string
 }
 
 // PaymentFailure is a failed PaymentIntent.
@@ -241,6 +245,11 @@ func applyCheckout(ctx context.Context, tx StateTx, ev ProcessorEvent) (Outcome,
 	if err := tx.Emit(ctx, paymentSucceededCheckout(ev, p)); err != nil {
 		return "", err
 	}
+	if m, ok := receipt(p, plan.Name); ok {
+		if err := tx.QueueMail(ctx, m); err != nil {
+			return "", err
+		}
+	}
 	facts := Facts{
 		AmountMatches: p.Amount == plan.Amount && p.Currency == plan.Currency,
 		OneTime:       plan.Interval == IntervalOnce,
@@ -302,6 +311,7 @@ func applyInvoicePaid(ctx context.Context, tx StateTx, ev ProcessorEvent) (Outco
 	}
 	p.ProcessorPaymentID, p.Kind, p.Amount, p.Currency = f.ID, KindInvoice, f.AmountPaid, f.Currency
 	p.Status, p.Email, p.InvoiceID, p.SubscriptionID, p.LastEventCreated = PaymentSucceeded, f.Email, f.ID, f.SubscriptionID, ev.Created
+	p.PaymentIntentID = f.PaymentIntentID
 	if ValidUUID(accountID) {
 		p.AccountID = accountID
 	}
@@ -316,6 +326,15 @@ func applyInvoicePaid(ctx context.Context, tx StateTx, ev ProcessorEvent) (Outco
 	}
 	if err := tx.Emit(ctx, paymentSucceededInvoice(ev, p)); err != nil {
 		return "", err
+	}
+	item := "invoice " + p.InvoiceID
+	if plan != nil {
+		item = plan.Name + " (invoice " + p.InvoiceID + ")"
+	}
+	if m, ok := receipt(p, item); ok {
+		if err := tx.QueueMail(ctx, m); err != nil {
+			return "", err
+		}
 	}
 	// A subscription's payment is not a sale under the procedure: ask.
 	r := Reconciliation{PaymentID: p.ID, ProcessorEventID: ev.ID, AccountID: p.AccountID, PlanID: p.PlanID,
@@ -365,16 +384,24 @@ func applyFailure(ctx context.Context, tx StateTx, ev ProcessorEvent, f PaymentF
 	if err := tx.Emit(ctx, paymentFailed(ev, p, f.Reason)); err != nil {
 		return "", err
 	}
+	if to, err := tx.AccountEmail(ctx, p.AccountID); err != nil {
+		return "", err
+	} else if to != "" {
+		reason := f.Reason
+		if reason == "" {
+			reason = "payment_failed"
+		}
+		if err := tx.QueueMail(ctx, Mail{Template: TemplatePaymentFailed, To: to, AccountID: p.AccountID, Data: map[string]string{
+			"amount": FormatAmount(p.Amount, p.Currency), "reason": strings.ReplaceAll(reason, "_", " ")}}); err != nil {
+			return "", err
+		}
+	}
 	return OutcomeApplied, nil
 }
 
 func applyRefund(ctx context.Context, tx StateTx, ev ProcessorEvent) (Outcome, error) {
 	c := ev.Charge
-	ref := c.PaymentID
-	if ref == "" {
-		ref = c.InvoiceID
-	}
-	p, ok, err := tx.Payment(ctx, ref)
+	p, ok, err := tx.PaymentOfCharge(ctx, c.PaymentID, c.InvoiceID)
 	if err != nil {
 		return "", err
 	}

@@ -21,6 +21,8 @@ const (
 	// TemplatePasswordChangedNotice tells an address its account's
 	// password was changed or reset.
 	TemplatePasswordChangedNotice = "password_changed_notice"
+	TemplatePaymentReceipt        = "payment_receipt"
+	TemplatePaymentFailed         = "payment_failed"
 )
 
 // templateSpec is what a template needs: its data keys, which of them
@@ -44,12 +46,16 @@ var templateSpecs = map[string]templateSpec{
 	TemplatePasswordChangedNotice: {security: true},
 	TemplateInvitation:            {keys: []string{"link", "account_name", "inviter_email"}, links: []string{"link"}, emails: []string{"inviter_email"}, category: CategoryAccountActivity},
 	TemplateWelcome:               {category: CategoryAccountActivity},
+	// Billing's (transactional: no preference turns a receipt off).
+	TemplatePaymentReceipt: {keys: []string{"amount", "item", "reference", "link"}, links: []string{"link"}},
+	TemplatePaymentFailed:  {keys: []string{"amount", "reason", "link"}, links: []string{"link"}},
 }
 
 // Templates lists the template names.
 func Templates() []string {
 	return []string{TemplateVerifyEmail, TemplatePasswordReset, TemplateEmailChangeConfirm,
-		TemplateEmailChangedNotice, TemplateInvitation, TemplateMFAEnabledNotice, TemplatePasswordChangedNotice, TemplateWelcome}
+		TemplateEmailChangedNotice, TemplateInvitation, TemplateMFAEnabledNotice, TemplatePasswordChangedNotice, TemplateWelcome,
+		TemplatePaymentReceipt, TemplatePaymentFailed}
 }
 
 // IsSecurity reports whether template is a security message.

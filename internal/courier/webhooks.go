@@ -26,6 +26,7 @@ func AccountEventTypes() []string {
 	return []string{
 		"identity.account.created", "identity.account.updated", "identity.account.deleted",
 		"identity.member.invited", "identity.member.joined", "identity.member.removed", "identity.member.role_changed",
+		"billing.usage.recorded",
 	}
 }
 

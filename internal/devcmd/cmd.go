@@ -460,7 +460,7 @@ func courierConfig(ctx context.Context, env cli.Env, dir, natsURL, metricsAddr s
 		"COURIER_MAIL_ADAPTER":   couriercmd.AdapterLocal,
 		"COURIER_LOCAL_DIR":      filepath.Join(dir, "mail"),
 		"COURIER_MAIL_FROM":      "Platform <no-reply@platform.localhost>",
-		"COURIER_SERVICE_TOKENS": "identity:" + CourierServiceSecret(key),
+		"COURIER_SERVICE_TOKENS": "identity:" + CourierServiceSecret(key) + ",billing:" + billingCourierSecret(key),
 		"IDENTITY_ISSUER":        fmt.Sprintf("http://localhost:%d", identityPort),
 		"COURIER_IDENTITY_URL":   fmt.Sprintf("http://127.0.0.1:%d", identityPort),
 		"EVENTS_URL":             natsURL,

@@ -34,6 +34,7 @@ func billingManifest() Manifest {
 		"billing.plan.created", "billing.plan.updated", "billing.customer.created", "billing.subscription.started",
 		"billing.subscription.updated", "billing.subscription.canceled", "billing.subscription.past_due",
 		"billing.payment.succeeded", "billing.payment.failed", "billing.payment.refunded", "billing.invoice.created",
+		"billing.usage.recorded",
 	}}
 }
 
@@ -145,7 +146,7 @@ func TestCatalogHoldsPlatformRows(t *testing.T) {
 		"billing.subscription.updated": StatusEmitted, "billing.subscription.canceled": StatusEmitted,
 		"billing.subscription.past_due": StatusEmitted, "billing.payment.succeeded": StatusEmitted,
 		"billing.payment.failed": StatusEmitted, "billing.payment.refunded": StatusEmitted,
-		"billing.invoice.created": StatusEmitted, "billing.usage.recorded": StatusNotEmitted,
+		"billing.invoice.created": StatusEmitted, "billing.usage.recorded": StatusEmitted,
 		"courier.email.queued": StatusEmitted, "courier.email.delivered": StatusEmitted,
 		"courier.email.bounced": StatusEmitted, "courier.email.complained": StatusEmitted,
 		"courier.notification.suppressed": StatusEmitted, "muse.tokens.consumed": StatusExternal,

@@ -26,9 +26,9 @@ var servicePaths = map[string]bool{"/healthz": true, "/readyz": true, "/openapi.
 // its development mailbox, served on courier's own port.
 var NotAtEdge = map[string]map[string]bool{
 	Courier: {"/v1/emails": true, "/v1/emails/{id}": true, "/v1/emails/{id}/pushes": true, "/v1/suppressions": true, "/dev/mail": true, "/dev/mail.json": true},
-	// billing's /up probe and the test processor's hosted checkout, served
-	// on billing's own port.
-	Billing: {"/up": true, "/dev/checkout/{id}": true},
+	// billing's /up probe, the test processor's hosted checkout, served on
+	// billing's own port, and its service-to-service usage route.
+	Billing: {"/up": true, "/dev/checkout/{id}": true, "/v1/usage": true},
 }
 
 var operationMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}

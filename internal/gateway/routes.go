@@ -138,6 +138,7 @@ func Routes() []Route {
 	for _, p := range []string{
 		"/v1/accounts/{id}/checkout",
 		"/v1/accounts/{id}/billing",
+		"/v1/accounts/{id}/usage",
 		"/v1/operator/plans",
 		"/v1/operator/payments",
 		"/v1/operator/reconciliations",
@@ -151,7 +152,7 @@ func Routes() []Route {
 }
 
 // internalOnly are paths that exist on a service but never at the edge.
-var internalOnly = []string{"/v1/emails", "/v1/emails/", "/v1/suppressions", "/v1/suppressions/"}
+var internalOnly = []string{"/v1/emails", "/v1/emails/", "/v1/suppressions", "/v1/suppressions/", "/v1/usage", "/v1/usage/"}
 
 // routes is the gateway's whole surface. Every route but the probes is
 // rate limited.

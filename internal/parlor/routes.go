@@ -81,6 +81,10 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("GET /app/accounts/{id}/releases", s.authed(s.releases))
 	mux.Handle("POST /app/accounts/{id}/approvals", s.authed(s.approve))
 	mux.Handle("GET /app/accounts/{id}/activity", s.authed(s.activity))
+	// billing (billing.go)
+	mux.HandleFunc("GET /pricing", s.pricing)
+	mux.Handle("GET /app/accounts/{id}/billing", s.authed(s.billing))
+	mux.Handle("POST /app/accounts/{id}/billing/checkout", s.authed(s.buy))
 	mux.Handle("GET /app/accounts/{id}/downloads", s.authed(s.downloads))
 	mux.Handle("POST /app/accounts/{id}/downloads", s.authed(s.fetch))
 	// pantry (projects.go): the public directory and the account's tab
@@ -128,6 +132,10 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("POST /operator/entitlements/{eid}/revoke", s.staffOnly(s.revoke))
 	mux.Handle("GET /operator/releases", s.staffOnly(s.operatorReleases))
 	mux.Handle("POST /operator/releases", s.staffOnly(s.publish))
+	mux.Handle("GET /operator/payments", s.staffOnly(s.operatorPayments))
+	mux.Handle("POST /operator/payments/{rid}/grant", s.staffOnly(s.reconcile("grant")))
+	mux.Handle("POST /operator/payments/{rid}/revoke", s.staffOnly(s.reconcile("revoke")))
+	mux.Handle("GET /operator/plans", s.staffOnly(s.operatorPlans))
 	// Anything else under /operator is the same 404 for everyone who is
 	// not staff, and a plain 404 for staff.
 	mux.Handle("/operator/", s.staffOnly(func(w http.ResponseWriter, r *http.Request, sess *session) {

@@ -10,14 +10,17 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/platformco/platform/internal/billing"
 	"github.com/platformco/platform/internal/billing/boxclient"
 	"github.com/platformco/platform/internal/billing/httpapi"
+	"github.com/platformco/platform/internal/billing/museusage"
 	"github.com/platformco/platform/internal/billing/sqlstore"
 	"github.com/platformco/platform/internal/billing/stripeproc"
 	"github.com/platformco/platform/internal/billing/testproc"
 	"github.com/platformco/platform/internal/cli"
+	"github.com/platformco/platform/internal/events/consumer"
 	"github.com/platformco/platform/internal/outbox"
 	"github.com/platformco/platform/internal/service"
 	"github.com/platformco/platform/internal/sqldb"
@@ -30,7 +33,7 @@ var Command = service.Command[Config, *Config]{
 	DefaultPort: 3000,
 	Serve:       Serve,
 	Migrate: func(ctx context.Context, databaseURL string) (int, error) {
-		return service.Migrate(ctx, databaseURL, service.Schema(sqlstore.Migrations))
+		return service.Migrate(ctx, databaseURL, service.Schema(sqlstore.Migrations), consumer.Migrate)
 	},
 	Commands: map[string]func(context.Context, []string, cli.Env) error{"plans": runPlans},
 	Usage:    "  plans seed create entitlements.md's four one-time plans (DATABASE_URL, BILLING_PROCESSOR)\n",
@@ -70,7 +73,11 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 			}
 			var tp *testproc.Processor
 			proc, tp = Processor(cfg, self, logger)
-			deps = httpapi.Deps{Logger: logger, Ready: app.Ready.Probe, Waiting: true, WebhookSecret: cfg.StripeWebhookSecret}
+			deps = httpapi.Deps{Logger: logger, Ready: app.Ready.Probe, Waiting: true, WebhookSecret: cfg.StripeWebhookSecret,
+				ServiceTokens: cfg.serviceTokens}
+			if len(cfg.serviceTokens) == 0 {
+				logger.WarnContext(ctx, "BILLING_SERVICE_TOKENS is empty: POST /v1/usage answers 401")
+			}
 			if tp != nil {
 				tp.SetWebhookURL(self + "/v1/webhooks/stripe")
 				deps.DevCheckout = tp.Handler()
@@ -87,6 +94,21 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 				app.OnStop(stop)
 			}
 			store := sqlstore.New(app.DB)
+			if cfg.CourierURL == "" {
+				logger.WarnContext(ctx, "BILLING_COURIER_URL is empty: receipts wait queued")
+			}
+			mail := &billing.MailRelay{Store: store, URL: cfg.CourierURL, Token: cfg.CourierToken, PublicURL: cfg.PublicURL, Logger: logger}
+			app.Go(func(ctx context.Context) { mail.Run(ctx, 2*time.Second) })
+			meters := billing.NewMeterRelay(store, proc, logger)
+			app.Go(meters.Run)
+			deps.Meters = meters
+			if cfg.EventsURL != "" {
+				stop, err := museusage.Start(ctx, app.DB, museusage.Config{EventsURL: cfg.EventsURL, Recorded: meters.Kick}, logger)
+				if err != nil {
+					return nil, err
+				}
+				app.OnStop(stop)
+			}
 			deps.Service = billing.NewService(store, identity, proc, cfg.PublicURL)
 			deps.Webhooks = billing.NewWebhooks(store)
 			box := boxclient.New(cfg.BoxURL, 0, logger)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/platformco/platform/internal/billing/httpapi"
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/service"
 )
@@ -33,7 +34,16 @@ type Config struct {
 	IdentityTimeout     time.Duration `env:"BILLING_IDENTITY_TIMEOUT, default=2s" rule:"positive"`
 	BoxURL              string        `env:"BILLING_BOX_URL" rule:"url"`
 	PublicURL           string        `env:"BILLING_PUBLIC_URL, default=http://localhost:8080" rule:"url"`
-	EventsURL           string        `env:"EVENTS_URL"`
+	// ServiceTokens admit platform services to POST /v1/usage:
+	// name:secret pairs, as courier's.
+	ServiceTokens string `env:"BILLING_SERVICE_TOKENS"`
+	// CourierURL and CourierToken ("billing:<secret>", one of courier's
+	// COURIER_SERVICE_TOKENS) send receipts; unset, they wait queued.
+	CourierURL   string `env:"BILLING_COURIER_URL" rule:"url"`
+	CourierToken string `env:"BILLING_COURIER_TOKEN"`
+	EventsURL    string `env:"EVENTS_URL"`
+
+	serviceTokens httpapi.ServiceTokens
 }
 
 // Development reports whether BILLING_ENV is development.
@@ -62,6 +72,14 @@ func (c *Config) Validate() error {
 		return errors.New("BILLING_PROCESSOR: is required: stripe, or test for development")
 	default:
 		return fmt.Errorf("BILLING_PROCESSOR: must be stripe or test, got %q", c.Processor)
+	}
+	tokens, err := httpapi.ParseServiceTokens(c.ServiceTokens)
+	if err != nil {
+		return fmt.Errorf("BILLING_SERVICE_TOKENS: %v", err)
+	}
+	c.serviceTokens = tokens
+	if c.CourierURL != "" && !strings.Contains(c.CourierToken, ":") {
+		return errors.New("BILLING_COURIER_TOKEN: is required with BILLING_COURIER_URL, as name:secret")
 	}
 	if c.EventsURL != "" {
 		if err := events.ValidateURL(c.EventsURL); err != nil {

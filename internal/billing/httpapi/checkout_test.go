@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
@@ -121,6 +122,99 @@ func TestTestProcessorCheckout(t *testing.T) {
 		pay(testproc.CardPays)
 		if n := e.count(`SELECT count(*) FROM payments WHERE status = 'succeeded'`); n != 1 {
 			t.Errorf("succeeded payments after a second submit = %d", n)
+		}
+	})
+}
+
+// TestTestProcessorRefund: an operator's refund in test mode posts
+// charge.refunded, signed, to billing's own webhook route: part of a
+// payment leaves it partially_refunded and its awaiting item
+// needs_attention; the rest refunds it in full; a further refund, a bad
+// amount, a refund by a non-staff caller are refused. A subscription's
+// invoice payment is found by the PaymentIntent its invoice named.
+func TestTestProcessorRefund(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine)
+		plan := e.seed()["Platform"]
+		buy := func(planID string) {
+			r := e.do("POST", "/v1/accounts/"+team+"/checkout", ownerToken, `{"plan_id":"`+planID+`"}`)
+			if r.status != 201 {
+				t.Fatalf("checkout = %d %s", r.status, r.raw)
+			}
+			resp, err := e.client.PostForm(r.body["checkout"].(map[string]any)["url"].(string), url.Values{"email": {"buyer@example.com"}, "card": {testproc.CardPays}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("pay = %d", resp.StatusCode)
+			}
+		}
+		buy(plan.ID)
+		var paymentID string
+		if err := e.db.QueryRow(context.Background(), `SELECT id FROM payments WHERE kind = 'checkout'`).Scan(&paymentID); err != nil {
+			t.Fatal(err)
+		}
+		path := "/v1/operator/payments/" + paymentID + "/refund"
+		for _, tt := range []struct {
+			name, token, body string
+			status            int
+		}{
+			{"not staff", ownerToken, `{}`, 403},
+			{"fraction", staffToken, `{"amount":10.5}`, 422},
+			{"zero", staffToken, `{"amount":0}`, 422},
+			{"more than paid", staffToken, `{"amount":12001}`, 422},
+			{"unknown payment", staffToken, `{}`, 404},
+			{"part", staffToken, `{"amount":2000}`, 202},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				p := path
+				if tt.name == "unknown payment" {
+					p = "/v1/operator/payments/" + personal + "/refund"
+				}
+				if r := e.do("POST", p, tt.token, tt.body); r.status != tt.status {
+					t.Fatalf("status %d %s, want %d", r.status, r.raw, tt.status)
+				}
+			})
+		}
+		if n := e.count(`SELECT count(*) FROM payments WHERE id = $1 AND status = 'partially_refunded' AND amount_refunded = 2000`, paymentID); n != 1 {
+			t.Errorf("payment after a partial refund: %d rows", n)
+		}
+		if n := e.count(`SELECT count(*) FROM reconciliations WHERE payment_id = $1 AND state = 'needs_attention'`, paymentID); n != 1 {
+			t.Errorf("the item is not needs_attention after the refund")
+		}
+		if r := e.do("POST", path, staffToken, `{}`); r.status != 202 || r.body["refund"].(map[string]any)["amount"] != float64(10000) {
+			t.Fatalf("refund the rest = %d %s", r.status, r.raw)
+		}
+		if n := e.count(`SELECT count(*) FROM payments WHERE id = $1 AND status = 'refunded' AND amount_refunded = 12000`, paymentID); n != 1 {
+			t.Errorf("payment after the full refund: %d rows", n)
+		}
+		if r := e.do("POST", path, staffToken, `{}`); r.status != 409 {
+			t.Errorf("a third refund = %d %s, want 409", r.status, r.raw)
+		}
+		if n := e.count(`SELECT count(*) FROM outbox WHERE type = 'billing.payment.refunded'`); n != 2 {
+			t.Errorf("payment.refunded rows = %d, want 2", n)
+		}
+
+		// A subscription's invoice payment: its charge names the
+		// PaymentIntent, which the invoice's payments recorded.
+		r := e.do("POST", "/v1/operator/plans", staffToken, `{"name":"Monthly","products":["platform"],"amount":1500,"currency":"usd","interval":"month"}`)
+		if r.status != 201 {
+			t.Fatalf("plan = %d %s", r.status, r.raw)
+		}
+		buy(r.body["plan"].(map[string]any)["id"].(string))
+		var invoicePayment string
+		if err := e.db.QueryRow(context.Background(), `SELECT id FROM payments WHERE kind = 'invoice' AND payment_intent_id IS NOT NULL`).Scan(&invoicePayment); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.do("POST", "/v1/operator/payments/"+invoicePayment+"/refund", staffToken, `{}`); r.status != 202 {
+			t.Fatalf("refund the invoice payment = %d %s", r.status, r.raw)
+		}
+		if n := e.count(`SELECT count(*) FROM payments WHERE id = $1 AND status = 'refunded'`, invoicePayment); n != 1 {
+			t.Errorf("the invoice payment was not matched by its PaymentIntent")
+		}
+		if n := e.count(`SELECT count(*) FROM processor_events WHERE type = 'charge.refunded' AND outcome = 'needs_attention'`); n != 0 {
+			t.Errorf("%d refunds matched no payment", n)
 		}
 	})
 }

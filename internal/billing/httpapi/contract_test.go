@@ -63,6 +63,10 @@ func TestBillingEventsMeetTheContract(t *testing.T) {
 				t.Fatalf("webhook = %d %s", r.status, r.raw)
 			}
 		}
+		at := time.Now().UTC().Format(time.RFC3339)
+		if r := e.do("POST", "/v1/usage", museToken, usageJSON("0190f3a2-9300-7b1a-9d2e-3f4a5b6c7d8e", team, "tokens", "12", at, at)); r.status != 201 { // usage.recorded
+			t.Fatalf("usage = %d %s", r.status, r.raw)
+		}
 		rows, err := outbox.List(context.Background(), e.db, 0)
 		if err != nil {
 			t.Fatal(err)

@@ -19,6 +19,8 @@ type handlers struct {
 	svc    *billing.Service
 	hooks  *billing.Webhooks
 	inbox  *billing.Inbox
+	meters *billing.MeterRelay
+	tokens ServiceTokens
 	secret string
 	errs   service.Errors
 	logger *slog.Logger
@@ -33,6 +35,7 @@ type planBody struct {
 	Interval         string    `json:"interval"`
 	TrialDays        int       `json:"trial_days"`
 	VersionRange     *string   `json:"version_range"`
+	Meter            *string   `json:"meter"`
 	Active           bool      `json:"active"`
 	ProcessorPriceID string    `json:"processor_price_id"`
 	CreatedAt        time.Time `json:"created_at"`
@@ -40,7 +43,7 @@ type planBody struct {
 }
 
 func planOut(p billing.Plan) planBody {
-	return planBody{p.ID, p.Name, p.Products, p.Amount, p.Currency, p.Interval, p.TrialDays, p.VersionRange, p.Active,
+	return planBody{p.ID, p.Name, p.Products, p.Amount, p.Currency, p.Interval, p.TrialDays, p.VersionRange, p.Meter, p.Active,
 		p.ProcessorPriceID, p.CreatedAt.UTC(), p.UpdatedAt.UTC()}
 }
 
@@ -84,12 +87,13 @@ type planRequest struct {
 	Interval     *string          `json:"interval"`
 	TrialDays    *json.RawMessage `json:"trial_days"`
 	VersionRange *string          `json:"version_range"`
+	Meter        *string          `json:"meter"`
 	Active       *bool            `json:"active"`
 }
 
 func (p planRequest) input() billing.PlanInput {
 	return billing.PlanInput{Name: p.Name, Products: p.Products, Amount: raw(p.Amount), Currency: p.Currency, Interval: p.Interval,
-		TrialDays: raw(p.TrialDays), VersionRange: p.VersionRange, Active: p.Active}
+		TrialDays: raw(p.TrialDays), VersionRange: p.VersionRange, Meter: p.Meter, Active: p.Active}
 }
 
 // raw is a JSON value's text, nil when absent.

@@ -38,6 +38,7 @@ const (
 	team          = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
 	personal      = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
 	webhookSecret = "whsec_test_0123456789abcdef"
+	museSecret    = "muse-secret-0123456789abcdef0123456789"
 )
 
 // fakeIdentity is an httptest identity: staff; owner (owner of team and of
@@ -127,14 +128,21 @@ type env struct {
 	logs     *logtest.Buffer
 	logger   *slog.Logger
 	ident    httpapi.Identity
+	meters   *billing.MeterRelay
 	mu       sync.RWMutex
 	h        http.Handler
 }
 
 func newEnv(t testing.TB, engine sqldb.Engine) *env {
 	t.Helper()
+	return newEnvOn(t, sqltest.Open(t, engine, sqlstore.Migrations))
+}
+
+// newEnvOn is newEnv over db, migrated.
+func newEnvOn(t testing.TB, db *sqldb.DB) *env {
+	t.Helper()
 	logger, logs := logtest.New()
-	e := &env{t: t, db: sqltest.Open(t, engine, sqlstore.Migrations), identity: newFakeIdentity(t), logs: logs, logger: logger}
+	e := &env{t: t, db: db, identity: newFakeIdentity(t), logs: logs, logger: logger}
 	e.store = sqlstore.New(e.db)
 	e.ident = httpapi.NewIdentity(e.identity.srv.URL, 2*time.Second, logger)
 	t.Cleanup(e.ident.Close)
@@ -158,7 +166,12 @@ func (e *env) withBox(boxURL string) {
 	svc := billing.NewService(e.store, e.ident, e.proc, "http://web.example")
 	bc := boxclient.New(boxURL, 2*time.Second, e.logger)
 	e.t.Cleanup(bc.Close)
-	handler := httpapi.NewServer(httpapi.Deps{Service: svc, Webhooks: billing.NewWebhooks(e.store),
+	tokens, err := httpapi.ParseServiceTokens("muse:" + museSecret)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.meters = billing.NewMeterRelay(e.store, e.proc, e.logger)
+	handler := httpapi.NewServer(httpapi.Deps{Service: svc, Webhooks: billing.NewWebhooks(e.store), ServiceTokens: tokens, Meters: e.meters,
 		Inbox: billing.NewInbox(e.store, bc, svc), WebhookSecret: webhookSecret, DevCheckout: e.proc.Handler(), Logger: e.logger,
 		Ready: func(context.Context) httpx.Readiness {
 			return httpx.Readiness{Ready: true, Body: map[string]any{"status": "ok", "checks": map[string]string{"database": "ok"}}}

@@ -2,7 +2,7 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -11,71 +11,67 @@ import (
 	"testing"
 	"time"
 
+	"github.com/platformco/platform/internal/box"
+	boxhttp "github.com/platformco/platform/internal/box/httpapi"
+	boxsql "github.com/platformco/platform/internal/box/sqlstore"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
 
-// fakeBox is an httptest box operator API: one active row per (account,
-// product), 409 with the active row otherwise, as box answers.
-type fakeBox struct {
-	srv     *httptest.Server
-	mu      sync.Mutex
-	down    bool
-	next    int64
-	active  map[string]map[string]any // account/product → row
-	byID    map[int64]string
-	revoked []int64
-	tokens  []string
+// realBox is box itself in-process (its httpapi over its sqlstore on the
+// test's engine, asking the same fake identity), behind a switch that
+// plays it down (502, as a gateway would) and a recorder of the
+// Authorization headers billing sent it.
+type realBox struct {
+	srv    *httptest.Server
+	db     *sqldb.DB
+	mu     sync.Mutex
+	down   bool
+	tokens []string
 }
 
-func newFakeBox(t testing.TB) *fakeBox {
-	b := &fakeBox{active: map[string]map[string]any{}, byID: map[int64]string{}}
-	b.srv = httptest.NewServer(http.HandlerFunc(b.serve))
+func newRealBox(t testing.TB, engine sqldb.Engine, identityURL string) *realBox {
+	b := &realBox{db: sqltest.Open(t, engine, boxsql.Migrations)}
+	ident := boxhttp.NewIdentity(identityURL, 5*time.Second, slog.New(slog.DiscardHandler))
+	t.Cleanup(ident.Close)
+	h := boxhttp.NewServer(boxhttp.Deps{Service: box.NewService(boxsql.New(b.db), ident, time.Minute), Logger: slog.New(slog.DiscardHandler)})
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.mu.Lock()
+		down := b.down
+		if !down {
+			b.tokens = append(b.tokens, r.Header.Get("Authorization"))
+		}
+		b.mu.Unlock()
+		if down {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(b.srv.Close)
 	return b
 }
 
-func (b *fakeBox) setDown(v bool) { b.mu.Lock(); b.down = v; b.mu.Unlock() }
+func (b *realBox) setDown(v bool) { b.mu.Lock(); b.down = v; b.mu.Unlock() }
 
-func (b *fakeBox) serve(w http.ResponseWriter, r *http.Request) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.down {
-		w.WriteHeader(http.StatusBadGateway)
-		return
+// rows lists box's entitlements of status as "product source reference".
+func (b *realBox) rows(t testing.TB, status string) []string {
+	t.Helper()
+	rows, err := b.db.Query(context.Background(), `SELECT product, coalesce(source, ''), coalesce(reference, '') FROM entitlements
+		WHERE status = $1 ORDER BY id`, status)
+	if err != nil {
+		t.Fatal(err)
 	}
-	b.tokens = append(b.tokens, r.Header.Get("Authorization"))
-	if r.Header.Get("Authorization") != "Bearer "+staffToken {
-		writeJSON(w, 403, map[string]any{"error": map[string]any{"code": "forbidden", "message": "platform staff only"}})
-		return
-	}
-	switch {
-	case r.URL.Path == "/v1/operator/entitlements":
-		var in map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&in)
-		key := in["account_id"].(string) + "/" + in["product"].(string)
-		if row, ok := b.active[key]; ok {
-			writeJSON(w, 409, map[string]any{"entitlement": row, "duplicate": true})
-			return
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p, s, r string
+		if err := rows.Scan(&p, &s, &r); err != nil {
+			t.Fatal(err)
 		}
-		b.next++
-		row := map[string]any{"id": b.next, "account_id": in["account_id"], "product": in["product"], "status": "active",
-			"source": in["source"], "reference": in["reference"]}
-		b.active[key], b.byID[b.next] = row, key
-		writeJSON(w, 201, map[string]any{"entitlement": row})
-	case strings.HasPrefix(r.URL.Path, "/v1/operator/entitlements/") && strings.HasSuffix(r.URL.Path, "/revoke"):
-		id, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v1/operator/entitlements/"), "/revoke"), 10, 64)
-		key, ok := b.byID[id]
-		if !ok {
-			writeJSON(w, 404, map[string]any{"error": map[string]any{"code": "not_found", "message": "not found"}})
-			return
-		}
-		delete(b.active, key)
-		b.revoked = append(b.revoked, id)
-		writeJSON(w, 200, map[string]any{"entitlement": map[string]any{"id": id, "status": "revoked"}})
-	default:
-		w.WriteHeader(404)
+		out = append(out, p+" "+s+" "+r)
 	}
+	return out
 }
 
 // buy checks out plan for the team as its owner and posts the paid
@@ -115,7 +111,7 @@ func (e *env) inbox(state string) []map[string]any {
 func TestInboxGrantAndRevoke(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		e := newEnv(t, engine)
-		box := newFakeBox(t)
+		box := newRealBox(t, engine, e.identity.srv.URL)
 		e.withBox(box.srv.URL)
 		plans := e.seed()
 		all := plans["All three"]
@@ -160,10 +156,9 @@ func TestInboxGrantAndRevoke(t *testing.T) {
 		if rec["state"] != "granted" || len(rec["entitlement_ids"].([]any)) != 3 {
 			t.Errorf("granted item = %v", rec)
 		}
-		for key, row := range box.active {
-			if row["source"] != "reconciled_payment" || row["reference"] != pid {
-				t.Errorf("%s granted as %v", key, row)
-			}
+		if got, want := strings.Join(box.rows(t, "active"), ","), "platform reconciled_payment "+pid+",identity reconciled_payment "+pid+
+			",courier reconciled_payment "+pid; got != want {
+			t.Errorf("box's active rows = %s, want %s", got, want)
 		}
 		for _, tok := range box.tokens {
 			if tok != "Bearer "+staffToken {
@@ -184,8 +179,8 @@ func TestInboxGrantAndRevoke(t *testing.T) {
 			t.Fatalf("needs_attention = %v", att)
 		}
 		if r := e.do("POST", "/v1/operator/reconciliations/"+id+"/revoke", staffToken, ""); r.status != 200 ||
-			r.body["reconciliation"].(map[string]any)["state"] != "revoked" || len(box.revoked) != 3 {
-			t.Errorf("revoke = %d %s (box revoked %v)", r.status, r.raw, box.revoked)
+			r.body["reconciliation"].(map[string]any)["state"] != "revoked" || len(box.rows(t, "revoked")) != 3 {
+			t.Errorf("revoke = %d %s (box revoked %v)", r.status, r.raw, box.rows(t, "revoked"))
 		}
 
 		// Renewal: a second payment while a row is active is box's 409.

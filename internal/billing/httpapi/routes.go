@@ -18,6 +18,12 @@ type Deps struct {
 	Service  *billing.Service
 	Webhooks *billing.Webhooks
 	Inbox    *billing.Inbox
+	// Meters is kicked when usage owes the processor a meter event; nil
+	// leaves the relay to its poll.
+	Meters *billing.MeterRelay
+	// ServiceTokens admit platform services to POST /v1/usage
+	// (BILLING_SERVICE_TOKENS); empty refuses every call.
+	ServiceTokens ServiceTokens
 	// Waiting is true until the database answers with a current schema:
 	// every /v1 route answers 503.
 	Waiting bool
@@ -50,7 +56,7 @@ func NewServer(d Deps) http.Handler {
 	}
 	switch {
 	case d.Service != nil:
-		h := &handlers{svc: d.Service, hooks: d.Webhooks, inbox: d.Inbox, secret: d.WebhookSecret, errs: e, logger: d.Logger}
+		h := &handlers{svc: d.Service, hooks: d.Webhooks, inbox: d.Inbox, meters: d.Meters, tokens: d.ServiceTokens, secret: d.WebhookSecret, errs: e, logger: d.Logger}
 		mux.HandleFunc("GET /v1/plans", h.plans)
 		mux.HandleFunc("GET /v1/operator/plans", h.staffPlans)
 		mux.HandleFunc("POST /v1/operator/plans", h.createPlan)
@@ -62,6 +68,9 @@ func NewServer(d Deps) http.Handler {
 		mux.HandleFunc("GET /v1/operator/reconciliations", h.reconciliations)
 		mux.HandleFunc("POST /v1/operator/reconciliations/{id}/grant", h.grant)
 		mux.HandleFunc("POST /v1/operator/reconciliations/{id}/revoke", h.revoke)
+		mux.HandleFunc("POST /v1/operator/payments/{id}/refund", h.refund)
+		mux.HandleFunc("POST /v1/usage", h.recordUsage)
+		mux.HandleFunc("GET /v1/accounts/{id}/usage", h.accountUsage)
 	default:
 		mux.HandleFunc("/v1/", e.Unavailable)
 	}

@@ -150,3 +150,12 @@ func (s *Store) Invoices(ctx context.Context, accountID, before string, limit in
 	q, args := page(`SELECT `+invoiceColumns+` FROM invoices`, nil, map[string]string{"account_id": accountID}, []string{"account_id"}, before, limit)
 	return scanAll(scanInvoice)(s.db.Query(ctx, q, args...))
 }
+
+// PaymentByID implements billing.InboxStore.
+func (s *Store) PaymentByID(ctx context.Context, id string) (billing.Payment, error) {
+	p, err := scanPayment(s.db.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, notFound()
+	}
+	return p, err
+}

@@ -58,7 +58,7 @@ func writeEvents(ctx context.Context, tx *sqldb.Tx, evs ...billing.Event) error 
 	return nil
 }
 
-const planColumns = `id, name, products, amount, currency, interval, trial_days, version_range, active, processor_price_id, created_at, updated_at`
+const planColumns = `id, name, products, amount, currency, interval, trial_days, version_range, active, processor_price_id, created_at, updated_at, meter`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -66,7 +66,7 @@ func scanPlan(r scanner) (billing.Plan, error) {
 	var p billing.Plan
 	var prods string
 	err := r.Scan(&p.ID, &p.Name, &prods, &p.Amount, &p.Currency, &p.Interval, &p.TrialDays, &p.VersionRange, &p.Active,
-		&p.ProcessorPriceID, (*sqldb.TimeValue)(&p.CreatedAt), (*sqldb.TimeValue)(&p.UpdatedAt))
+		&p.ProcessorPriceID, (*sqldb.TimeValue)(&p.CreatedAt), (*sqldb.TimeValue)(&p.UpdatedAt), &p.Meter)
 	p.Products = strings.Split(prods, ",")
 	return p, err
 }
@@ -75,9 +75,9 @@ func scanPlan(r scanner) (billing.Plan, error) {
 func (s *Store) CreatePlan(ctx context.Context, p billing.Plan) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		p.CreatedAt, p.UpdatedAt = tx.Now, tx.Now
-		_, err := tx.Exec(ctx, `INSERT INTO plans (`+planColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
+		_, err := tx.Exec(ctx, `INSERT INTO plans (`+planColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12)`,
 			p.ID, p.Name, strings.Join(p.Products, ","), p.Amount, p.Currency, p.Interval, p.TrialDays, p.VersionRange, p.Active,
-			p.ProcessorPriceID, tx.Now)
+			p.ProcessorPriceID, tx.Now, p.Meter)
 		if sqldb.IsUniqueViolation(err) {
 			return errs.New(billing.CodeConflict, "a plan with this id exists")
 		}
@@ -107,9 +107,9 @@ func (s *Store) UpdatePlan(ctx context.Context, id string, change func(*billing.
 		p.UpdatedAt = tx.Now
 		if _, err := tx.Exec(ctx, `
 			UPDATE plans SET name = $2, products = $3, amount = $4, interval = $5, trial_days = $6, version_range = $7,
-				active = $8, processor_price_id = $9, updated_at = $10 WHERE id = $1`,
+				active = $8, processor_price_id = $9, updated_at = $10, meter = $11 WHERE id = $1`,
 			p.ID, p.Name, strings.Join(p.Products, ","), p.Amount, p.Interval, p.TrialDays, p.VersionRange, p.Active,
-			p.ProcessorPriceID, tx.Now); err != nil {
+			p.ProcessorPriceID, tx.Now, p.Meter); err != nil {
 			return err
 		}
 		out = p
@@ -320,13 +320,13 @@ func found[T any](v T, err error) (T, bool, error) {
 
 const paymentColumns = `id, processor_payment_id, coalesce(CAST(account_id AS TEXT), ''), coalesce(CAST(plan_id AS TEXT), ''), kind, amount, amount_refunded, currency,
 	status, email, coalesce(checkout_session_id, ''), coalesce(invoice_id, ''), coalesce(subscription_id, ''), last_event_created,
-	created_at, updated_at`
+	created_at, updated_at, coalesce(payment_intent_id, '')`
 
 func scanPayment(r scanner) (billing.Payment, error) {
 	var p billing.Payment
 	err := r.Scan(&p.ID, &p.ProcessorPaymentID, &p.AccountID, &p.PlanID, &p.Kind, &p.Amount, &p.AmountRefunded, &p.Currency,
 		&p.Status, &p.Email, &p.CheckoutSessionID, &p.InvoiceID, &p.SubscriptionID, &p.LastEventCreated,
-		(*sqldb.TimeValue)(&p.CreatedAt), (*sqldb.TimeValue)(&p.UpdatedAt))
+		(*sqldb.TimeValue)(&p.CreatedAt), (*sqldb.TimeValue)(&p.UpdatedAt), &p.PaymentIntentID)
 	return p, err
 }
 
@@ -339,18 +339,36 @@ func (t *stateTx) SavePayment(ctx context.Context, p *billing.Payment) error {
 	if p.ID == "" {
 		p.ID, p.CreatedAt = ids.New(), t.tx.Now
 		_, err := t.tx.Exec(ctx, `INSERT INTO payments (id, processor_payment_id, account_id, plan_id, kind, amount, amount_refunded,
-			currency, status, email, checkout_session_id, invoice_id, subscription_id, last_event_created, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)`,
+			currency, status, email, checkout_session_id, invoice_id, subscription_id, last_event_created, created_at, updated_at,
+			payment_intent_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16)`,
 			p.ID, p.ProcessorPaymentID, null(p.AccountID), null(p.PlanID), p.Kind, p.Amount, p.AmountRefunded, p.Currency, p.Status,
-			p.Email, null(p.CheckoutSessionID), null(p.InvoiceID), null(p.SubscriptionID), p.LastEventCreated, t.tx.Now)
+			p.Email, null(p.CheckoutSessionID), null(p.InvoiceID), null(p.SubscriptionID), p.LastEventCreated, t.tx.Now,
+			null(p.PaymentIntentID))
 		return err
 	}
 	_, err := t.tx.Exec(ctx, `UPDATE payments SET account_id = $2, plan_id = $3, kind = $4, amount = $5, amount_refunded = $6,
-		currency = $7, status = $8, email = $9, invoice_id = $10, subscription_id = $11, last_event_created = $12, updated_at = $13
+		currency = $7, status = $8, email = $9, invoice_id = $10, subscription_id = $11, last_event_created = $12, updated_at = $13,
+		payment_intent_id = $14
 		WHERE id = $1`,
 		p.ID, null(p.AccountID), null(p.PlanID), p.Kind, p.Amount, p.AmountRefunded, p.Currency, p.Status, p.Email,
-		null(p.InvoiceID), null(p.SubscriptionID), p.LastEventCreated, t.tx.Now)
+		null(p.InvoiceID), null(p.SubscriptionID), p.LastEventCreated, t.tx.Now, null(p.PaymentIntentID))
 	return err
+}
+
+func (t *stateTx) PaymentOfCharge(ctx context.Context, paymentIntentID, invoiceID string) (billing.Payment, bool, error) {
+	if paymentIntentID != "" {
+		p, ok, err := found(scanPayment(t.tx.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments
+			WHERE processor_payment_id = $1 OR payment_intent_id = $1 ORDER BY created_at LIMIT 1`, paymentIntentID)))
+		if ok || err != nil || invoiceID == "" {
+			return p, ok, err
+		}
+	}
+	if invoiceID == "" {
+		return billing.Payment{}, false, nil
+	}
+	return found(scanPayment(t.tx.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE invoice_id = $1
+		ORDER BY created_at LIMIT 1`, invoiceID)))
 }
 
 const subscriptionColumns = `id, processor_subscription_id, account_id, plan_id, status, current_period_end, last_event_created, created_at, updated_at`

@@ -106,6 +106,14 @@ func (c *Client) CreatePrice(ctx context.Context, pl billing.Plan) (string, erro
 	if pl.Interval != billing.IntervalOnce {
 		p.Recurring = &stripe.PriceCreateRecurringParams{Interval: stripe.String(pl.Interval)}
 	}
+	if pl.Meter != nil {
+		meter, err := c.meter(ctx, *pl.Meter)
+		if err != nil {
+			return "", err
+		}
+		p.Recurring.UsageType = stripe.String(string(stripe.PriceRecurringUsageTypeMetered))
+		p.Recurring.Meter = stripe.String(meter)
+	}
 	price, err := c.sc.V1Prices.Create(ctx, p)
 	if err != nil || price.ID == "" {
 		return "", c.unavailable(ctx, "prices.create", err)
@@ -120,10 +128,14 @@ func (c *Client) CreateCheckout(ctx context.Context, s billing.CheckoutSpec) (bi
 		Mode:              stripe.String(s.Mode),
 		Customer:          stripe.String(s.CustomerID),
 		ClientReferenceID: stripe.String(s.AccountID),
-		LineItems:         []*stripe.CheckoutSessionCreateLineItemParams{{Price: stripe.String(s.PriceID), Quantity: stripe.Int64(1)}},
+		LineItems:         []*stripe.CheckoutSessionCreateLineItemParams{{Price: stripe.String(s.PriceID)}},
 		SuccessURL:        stripe.String(s.SuccessURL),
 		CancelURL:         stripe.String(s.CancelURL),
 		Metadata:          meta,
+	}
+	if !s.Metered {
+		// A metered price is billed by its meter events, never a quantity.
+		p.LineItems[0].Quantity = stripe.Int64(1)
 	}
 	if s.Mode == billing.ModePayment {
 		p.PaymentIntentData = &stripe.CheckoutSessionCreatePaymentIntentDataParams{Metadata: meta}
@@ -141,6 +153,60 @@ func (c *Client) CreateCheckout(ctx context.Context, s billing.CheckoutSpec) (bi
 		return billing.ProcessorCheckout{}, c.unavailable(ctx, "checkout.sessions.create", err)
 	}
 	return billing.ProcessorCheckout{ID: sess.ID, URL: sess.URL, ExpiresAt: time.Unix(sess.ExpiresAt, 0).UTC()}, nil
+}
+
+// meter returns the id of the active billing meter whose event name is
+// metric, making it (summing each event's value per customer) when there
+// is none.
+func (c *Client) meter(ctx context.Context, metric string) (string, error) {
+	for m, err := range c.sc.V1BillingMeters.List(ctx, &stripe.BillingMeterListParams{Status: stripe.String("active")}) {
+		if err != nil {
+			return "", c.unavailable(ctx, "billing.meters.list", err)
+		}
+		if m.EventName == metric {
+			return m.ID, nil
+		}
+	}
+	p := &stripe.BillingMeterCreateParams{
+		DisplayName:        stripe.String(metric),
+		EventName:          stripe.String(metric),
+		DefaultAggregation: &stripe.BillingMeterCreateDefaultAggregationParams{Formula: stripe.String("sum")},
+	}
+	p.SetIdempotencyKey("meter-" + metric)
+	m, err := c.sc.V1BillingMeters.Create(ctx, p)
+	if err != nil || m.ID == "" {
+		return "", c.unavailable(ctx, "billing.meters.create", err)
+	}
+	return m.ID, nil
+}
+
+// ReportUsage implements billing.Processor: a meter event whose identifier
+// is the usage id, so Stripe counts a retried report once.
+func (c *Client) ReportUsage(ctx context.Context, e billing.MeterEvent) error {
+	p := &stripe.BillingMeterEventCreateParams{
+		EventName:  stripe.String(e.EventName),
+		Identifier: stripe.String(e.Identifier),
+		Payload:    map[string]string{"stripe_customer_id": e.CustomerID, "value": strconv.FormatInt(e.Value, 10)},
+		Timestamp:  stripe.Int64(e.Timestamp.Unix()),
+	}
+	p.SetIdempotencyKey("meter-event-" + e.Identifier)
+	if _, err := c.sc.V1BillingMeterEvents.Create(ctx, p); err != nil {
+		return c.unavailable(ctx, "billing.meter_events.create", err)
+	}
+	return nil
+}
+
+// Refund implements billing.Processor.
+func (c *Client) Refund(ctx context.Context, r billing.RefundSpec) (string, error) {
+	p := &stripe.RefundCreateParams{PaymentIntent: stripe.String(r.PaymentIntentID), Amount: stripe.Int64(r.Amount)}
+	if r.IdempotencyKey != "" {
+		p.SetIdempotencyKey(r.IdempotencyKey)
+	}
+	re, err := c.sc.V1Refunds.Create(ctx, p)
+	if err != nil || re.ID == "" {
+		return "", c.unavailable(ctx, "refunds.create", err)
+	}
+	return re.ID, nil
 }
 
 // ErrSignature is a webhook whose signature is missing, bad or stale.
@@ -230,6 +296,14 @@ func Normalize(ev stripe.Event) (billing.ProcessorEvent, error) {
 				}
 			}
 		}
+		if inv.Payments != nil {
+			for _, ip := range inv.Payments.Data {
+				if ip != nil && ip.Payment != nil && ip.Payment.PaymentIntent != nil && ip.Payment.PaymentIntent.ID != "" {
+					f.PaymentIntentID = ip.Payment.PaymentIntent.ID
+					break
+				}
+			}
+		}
 		out.Invoice = f
 	case billing.EvPaymentIntentFailed:
 		var pi stripe.PaymentIntent
@@ -256,6 +330,22 @@ func Normalize(ev stripe.Event) (billing.ProcessorEvent, error) {
 		f := &billing.ChargeFact{Amount: ch.Amount, AmountRefunded: ch.AmountRefunded, Currency: string(ch.Currency)}
 		if ch.PaymentIntent != nil {
 			f.PaymentID = ch.PaymentIntent.ID
+		}
+		// API versions before 2025-03-31 name the charge's invoice on it;
+		// later ones only through the invoice's payments (InvoiceFact).
+		var older struct {
+			Invoice json.RawMessage `json:"invoice"`
+		}
+		if json.Unmarshal(raw, &older) == nil && len(older.Invoice) > 0 {
+			var id string
+			if json.Unmarshal(older.Invoice, &id) != nil {
+				var obj struct {
+					ID string `json:"id"`
+				}
+				_ = json.Unmarshal(older.Invoice, &obj)
+				id = obj.ID
+			}
+			f.InvoiceID = id
 		}
 		out.Charge = f
 	case billing.EvDisputeCreated:

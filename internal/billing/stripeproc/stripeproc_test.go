@@ -43,6 +43,28 @@ func TestAdapterAgainstStripeMock(t *testing.T) {
 			t.Fatalf("CreateCheckout(%s) = %+v, %v", interval, co, err)
 		}
 	}
+	// A metered plan: a meter for its metric, a metered price, a
+	// subscription checkout without a quantity, and a meter event keyed
+	// by the usage id.
+	meter := "tokens"
+	price, err := c.CreatePrice(ctx, billing.Plan{ID: "p2", Name: "Tokens", Amount: 2, Currency: "usd", Interval: billing.IntervalMonth, Meter: &meter})
+	if err != nil || !strings.HasPrefix(price, "price_") {
+		t.Fatalf("CreatePrice(metered) = %q, %v", price, err)
+	}
+	co, err := c.CreateCheckout(ctx, billing.CheckoutSpec{Mode: billing.ModeSubscription, CustomerID: cust, PriceID: price, Metered: true,
+		AccountID: "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", PlanID: "p2", UserID: "u1",
+		SuccessURL: "http://web.example/ok", CancelURL: "http://web.example/no"})
+	if err != nil || !strings.HasPrefix(co.ID, "cs_") {
+		t.Fatalf("CreateCheckout(metered) = %+v, %v", co, err)
+	}
+	if id, err := c.Refund(ctx, billing.RefundSpec{PaymentIntentID: "pi_123", Amount: 2000, Currency: "usd", Total: 12000,
+		IdempotencyKey: "refund-1"}); err != nil || !strings.HasPrefix(id, "re_") {
+		t.Fatalf("Refund = %q, %v", id, err)
+	}
+	if err := c.ReportUsage(ctx, billing.MeterEvent{Identifier: "0190f3a2-9300-7b1a-9d2e-3f4a5b6c7d8e", EventName: meter, CustomerID: cust,
+		Value: 1200, Timestamp: time.Now()}); err != nil {
+		t.Fatalf("ReportUsage = %v", err)
+	}
 	if strings.Contains(logs.String(), secretKey) {
 		t.Error("the secret key was logged")
 	}
@@ -56,6 +78,10 @@ func TestAdapterFailsClosed(t *testing.T) {
 	_, err := c.CreateCustomer(context.Background(), billing.CustomerSpec{AccountID: "a"})
 	if errs.Code(err) != billing.CodeUnavailable {
 		t.Fatalf("err = %v, want unavailable", err)
+	}
+	if err := c.ReportUsage(context.Background(), billing.MeterEvent{Identifier: "u", EventName: "tokens", CustomerID: "cus_1", Value: 1,
+		Timestamp: time.Now()}); errs.Code(err) != billing.CodeUnavailable {
+		t.Fatalf("ReportUsage err = %v, want unavailable", err)
 	}
 	if strings.Contains(err.Error()+logs.String(), secretKey) {
 		t.Error("the key leaked")
@@ -104,6 +130,14 @@ func TestParse(t *testing.T) {
 			func(e billing.ProcessorEvent) bool {
 				return e.Charge != nil && e.Charge.PaymentID == "pi_1" && e.Charge.AmountRefunded == 12000
 			}},
+		{"charge.refunded", map[string]any{"id": "ch_2", "object": "charge", "invoice": "in_1", "amount": 500, "amount_refunded": 100, "currency": "usd"},
+			func(e billing.ProcessorEvent) bool {
+				return e.Charge != nil && e.Charge.PaymentID == "" && e.Charge.InvoiceID == "in_1" && e.Charge.AmountRefunded == 100
+			}},
+		{"invoice.paid", map[string]any{"id": "in_2", "object": "invoice", "customer": "cus_1", "amount_due": 500, "amount_paid": 500,
+			"currency": "usd", "status": "paid", "payments": map[string]any{"object": "list", "data": []any{map[string]any{"id": "inpay_1",
+				"object": "invoice_payment", "payment": map[string]any{"type": "payment_intent", "payment_intent": "pi_9"}}}}},
+			func(e billing.ProcessorEvent) bool { return e.Invoice != nil && e.Invoice.PaymentIntentID == "pi_9" }},
 		{"charge.dispute.created", map[string]any{"id": "dp_1", "object": "dispute", "payment_intent": "pi_1", "amount": 12000, "currency": "usd"},
 			func(e billing.ProcessorEvent) bool { return e.Dispute != nil && e.Dispute.PaymentID == "pi_1" }},
 		{"customer.subscription.updated", map[string]any{"id": "sub_1", "object": "subscription", "customer": "cus_1", "status": "past_due",

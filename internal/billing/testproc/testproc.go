@@ -26,6 +26,7 @@ import (
 
 	"github.com/platformco/platform/internal/billing"
 	"github.com/platformco/platform/internal/billing/stripeproc"
+	"github.com/platformco/platform/internal/errs"
 )
 
 // Stripe's documented test cards the page knows.
@@ -52,6 +53,7 @@ type Processor struct {
 	http   *http.Client
 	mu     sync.Mutex
 	checks map[string]*session
+	meters map[string]billing.MeterEvent
 }
 
 type session struct {
@@ -70,7 +72,7 @@ func New(o Options) *Processor {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
-	return &Processor{o: o, http: &http.Client{Timeout: 10 * time.Second}, checks: map[string]*session{}}
+	return &Processor{o: o, http: &http.Client{Timeout: 10 * time.Second}, checks: map[string]*session{}, meters: map[string]billing.MeterEvent{}}
 }
 
 // SetWebhookURL names billing's own webhook route once its listener is
@@ -105,6 +107,43 @@ func (p *Processor) CreateCheckout(_ context.Context, s billing.CheckoutSpec) (b
 	defer p.mu.Unlock()
 	p.checks[id] = &session{CheckoutSpec: s, id: id, customer: s.CustomerID, expiresAt: exp}
 	return billing.ProcessorCheckout{ID: id, URL: p.o.PublicURL + "/dev/checkout/" + id, ExpiresAt: exp}, nil
+}
+
+// ReportUsage implements billing.Processor: kept in memory by identifier,
+// as Stripe counts one identifier once.
+func (p *Processor) ReportUsage(_ context.Context, e billing.MeterEvent) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, seen := p.meters[e.Identifier]; !seen {
+		p.meters[e.Identifier] = e
+	}
+	return nil
+}
+
+// Refund implements billing.Processor as Stripe does it: the refund is
+// accepted and charge.refunded, with the charge's new amount_refunded,
+// is posted signed to billing's webhook route before it answers.
+func (p *Processor) Refund(ctx context.Context, r billing.RefundSpec) (string, error) {
+	id := newID("re_test_")
+	ch := event("charge.refunded", map[string]any{"id": newID("ch_test_"), "object": "charge", "payment_intent": r.PaymentIntentID,
+		"amount": r.Total, "amount_refunded": r.AlreadyRefunded + r.Amount, "currency": r.Currency, "refunded": r.AlreadyRefunded+r.Amount >= r.Total,
+		"status": "succeeded"})
+	if err := p.post(ctx, []map[string]any{ch}); err != nil {
+		p.o.Logger.WarnContext(ctx, "test processor: refund webhook delivery failed", "err", err.Error())
+		return "", errs.New(billing.CodeUnavailable, "payment processor unavailable")
+	}
+	return id, nil
+}
+
+// MeterEvents returns the meter events received, one per identifier.
+func (p *Processor) MeterEvents() []billing.MeterEvent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]billing.MeterEvent, 0, len(p.meters))
+	for _, e := range p.meters {
+		out = append(out, e)
+	}
+	return out
 }
 
 // Handler serves the hosted checkout page: GET shows the form, POST pays.
@@ -230,7 +269,7 @@ func (p *Processor) paid(s *session, email string) []map[string]any {
 		sess["payment_intent"] = newID("pi_test_")
 		return []map[string]any{event("checkout.session.completed", sess)}
 	}
-	subID, invID := newID("sub_test_"), newID("in_test_")
+	subID, invID, piID := newID("sub_test_"), newID("in_test_"), newID("pi_test_")
 	now := time.Now()
 	end := now.AddDate(0, 1, 0)
 	if s.Interval == billing.IntervalYear {
@@ -250,7 +289,9 @@ func (p *Processor) paid(s *session, email string) []map[string]any {
 			"hosted_invoice_url": p.o.PublicURL + "/dev/invoices/" + invID, "invoice_pdf": p.o.PublicURL + "/dev/invoices/" + invID + ".pdf",
 			"parent": map[string]any{"type": "subscription_details", "subscription_details": map[string]any{"subscription": subID, "metadata": s.metadata()}},
 			"lines": map[string]any{"object": "list", "data": []any{map[string]any{"id": newID("il_test_"), "object": "line_item",
-				"pricing": map[string]any{"type": "price_details", "price_details": map[string]any{"price": s.PriceID}}}}}}
+				"pricing": map[string]any{"type": "price_details", "price_details": map[string]any{"price": s.PriceID}}}}},
+			"payments": map[string]any{"object": "list", "data": []any{map[string]any{"id": newID("inpay_test_"), "object": "invoice_payment",
+				"payment": map[string]any{"type": "payment_intent", "payment_intent": piID}}}}}
 	}
 	return []map[string]any{
 		event("customer.subscription.created", sub),
