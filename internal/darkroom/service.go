@@ -104,6 +104,15 @@ type Viewer struct {
 
 func notFound() error { return errs.New(CodeNotFound, MsgNotFound) }
 
+// parseID returns id in the platform's spelling; anything else names no
+// media (not_found).
+func parseID(id string) (string, error) {
+	if v, ok := ids.Parse(id); ok {
+		return v, nil
+	}
+	return "", notFound()
+}
+
 func invalid(field, code, message string) error {
 	return &errs.Error{Code: CodeValidation, Message: message, Fields: []errs.FieldError{{Field: field, Code: code}}}
 }
@@ -226,6 +235,10 @@ func (s *Service) checkQuota(ctx context.Context, owner string, size int64) erro
 // object_absent, checksum_mismatch, content_type_mismatch, invalid_image,
 // quota_exceeded (each 422 deletes the object), unavailable.
 func (s *Service) Complete(ctx context.Context, p Principal, id string) (Media, error) {
+	id, err := parseID(id)
+	if err != nil {
+		return Media{}, err
+	}
 	u, err := s.o.Store.Upload(ctx, id)
 	if errs.Code(err) == CodeNotFound {
 		// Completed before (the upload row is gone), or never created.
@@ -426,6 +439,10 @@ func (l *limited) Read(p []byte) (int, error) {
 
 // Media returns media id if v may see it. Errors: not_found.
 func (s *Service) Media(ctx context.Context, v Viewer, id string) (Media, error) {
+	id, err := parseID(id)
+	if err != nil {
+		return Media{}, err
+	}
 	m, err := s.o.Store.Media(ctx, id)
 	if err != nil {
 		return Media{}, err
@@ -560,6 +577,10 @@ func (s *Service) render(ctx context.Context, data []byte, t string, p Preset, f
 // CreateLink signs a link to media id for ttl. Errors: not_found,
 // validation_failed, unavailable (no URL key).
 func (s *Service) CreateLink(ctx context.Context, p Principal, id string, ttl time.Duration) (Link, time.Time, error) {
+	id, err := parseID(id)
+	if err != nil {
+		return Link{}, time.Time{}, err
+	}
 	if ttl < time.Second || ttl > MaxLinkTTL {
 		return Link{}, time.Time{}, invalid("ttl", "out_of_range", "ttl is 1 to 604800 seconds (7 days)")
 	}
@@ -581,6 +602,10 @@ func (s *Service) CreateLink(ctx context.Context, p Principal, id string, ttl ti
 // The objects go first, so a store outage leaves the media whole (503)
 // and a retry finishes. Errors: not_found, unavailable.
 func (s *Service) Delete(ctx context.Context, p Principal, id string) error {
+	id, err := parseID(id)
+	if err != nil {
+		return err
+	}
 	m, err := s.o.Store.Media(ctx, id)
 	if err != nil {
 		return err
