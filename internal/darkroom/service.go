@@ -1,6 +1,7 @@
 package darkroom
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -376,11 +377,15 @@ func (s *Service) Direct(ctx context.Context, p Principal, in DirectInput) (Medi
 	if err := s.checkQuota(ctx, p.UserID, 1); err != nil {
 		return Media{}, err
 	}
+	br := bufio.NewReader(in.Body)
+	if _, err := br.Peek(1); err == io.EOF {
+		return Media{}, invalid("file", "empty", "the file is empty")
+	}
 	id := ids.New()
 	key := OriginalKey(id)
 	h := sha256.New()
 	var kept bytes.Buffer
-	body := &limited{r: io.TeeReader(in.Body, io.MultiWriter(h, &kept)), n: s.o.MaxDirectBytes}
+	body := &limited{r: io.TeeReader(br, io.MultiWriter(h, &kept)), n: s.o.MaxDirectBytes}
 	if err := s.o.Objects.Put(ctx, key, body, -1, in.ContentType); err != nil {
 		if body.over {
 			_ = s.o.Objects.Delete(ctx, key)
@@ -400,6 +405,9 @@ func (s *Service) Direct(ctx context.Context, p Principal, in DirectInput) (Medi
 	data := kept.Bytes()
 	in2, err := s.inspect(ctx, data, in.ContentType)
 	if err != nil {
+		return refuse(err)
+	}
+	if err := s.checkQuota(ctx, p.UserID, int64(len(data))); err != nil {
 		return refuse(err)
 	}
 	m := Media{ID: id, OwnerID: p.UserID, Filename: in.Filename, ContentType: in2.ContentType, Size: int64(len(data)),
