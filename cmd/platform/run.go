@@ -14,6 +14,7 @@ import (
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/courier/couriercmd"
+	"github.com/platformco/platform/internal/darkroom/darkroomcmd"
 	"github.com/platformco/platform/internal/devcmd"
 	"github.com/platformco/platform/internal/events/eventscmd"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
@@ -40,6 +41,7 @@ commands:
   courier serve|migrate                 email, preferences and webhooks, and their schema
   keyholder serve|migrate|publish       the registry-credential exchange
   pantry serve|migrate                  the project registry
+  darkroom serve|migrate                media: uploads, variants, object storage
   parlor serve                          the web app
   events publish --service NAME         the outbox publisher loop
   events check                          catalog, manifests and schemas agree
@@ -88,6 +90,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return eventscmd.Run(ctx, args[1:], env)
 	case "keyholder":
 		return keyholdercmd.Command.Run(ctx, args[1:], env)
+	case "darkroom":
+		return darkroomcmd.Command.Run(ctx, args[1:], env)
 	case "pantry":
 		return pantrycmd.Command.Run(ctx, args[1:], env)
 	case "parlor":
