@@ -352,6 +352,28 @@ func TestCompletionRetriedAfterTheDatabase(t *testing.T) {
 	})
 }
 
+// TestSweepRemovesAbandonedUploads: an upload never completed goes, row
+// and object, once 24 hours have passed; a younger one stays.
+func TestSweepRemovesAbandonedUploads(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine)
+		png := darkroomtest.PNG(t, 10, 10)
+		u := e.startUpload(t, png, darkroom.TypePNG, darkroom.VisibilityPrivate)
+		put(t, u, png)
+		if n, err := e.svc.Sweep(t.Context()); err != nil || n != 0 {
+			t.Fatalf("young upload swept: %d, %v", n, err)
+		}
+		e.now = e.now.Add(darkroom.UploadRetention + time.Minute)
+		if n, err := e.svc.Sweep(t.Context()); err != nil || n != 1 {
+			t.Fatalf("swept %d, %v; want 1", n, err)
+		}
+		if e.objectExists(t, darkroom.OriginalKey(u.Upload.ID)) {
+			t.Fatal("the abandoned object was kept")
+		}
+		e.c.Code("POST", "/v1/uploads/"+u.Upload.ID+"/complete", "", http.StatusNotFound, darkroom.CodeNotFound, openapitest.Bearer(e.owner))
+	})
+}
+
 // TestWaitingAnswers503 serves the handler of a database not yet open.
 func TestWaitingAnswers503(t *testing.T) {
 	c := openapitest.NewClient(t, httpapi.OpenAPI(), httpapi.NewServer(httpapi.Deps{Waiting: true}), coverage)

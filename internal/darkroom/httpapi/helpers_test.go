@@ -70,6 +70,7 @@ type env struct {
 	db      *sqldb.DB
 	c       *openapitest.Client
 	h       http.Handler
+	svc     *darkroom.Service
 	owner   string // a user's token
 	ownerID string
 	other   string
@@ -107,7 +108,8 @@ func newEnv(t *testing.T, engine sqldb.Engine, opts ...option) *env {
 	for _, f := range opts {
 		f(&o)
 	}
-	e.h = httpapi.NewServer(httpapi.Deps{Service: darkroom.NewService(o), Logger: logger})
+	e.svc = darkroom.NewService(o)
+	e.h = httpapi.NewServer(httpapi.Deps{Service: e.svc, Logger: logger})
 	e.c = openapitest.NewClient(t, httpapi.OpenAPI(), e.h, coverage)
 	e.ownerID = ids.New()
 	e.owner = e.keys.Token(t, "k1", e.keys.Claims(e.ownerID, time.Hour))
