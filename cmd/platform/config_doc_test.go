@@ -11,6 +11,7 @@ import (
 	"github.com/platformco/platform/internal/billing/billingcmd"
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/courier/couriercmd"
+	"github.com/platformco/platform/internal/darkroom/darkroomcmd"
 	"github.com/platformco/platform/internal/events/eventscmd"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
@@ -31,6 +32,7 @@ func TestConfigurationReferenceNamesEveryVariable(t *testing.T) {
 		"courier": couriercmd.Config{}, "keyholder": keyholdercmd.Config{}, "parlor": parlorcmd.Config{},
 		"pantry":         pantrycmd.Config{},
 		"billing":        billingcmd.Config{},
+		"darkroom":       darkroomcmd.Config{},
 		"events publish": eventscmd.PublishConfig{},
 	} {
 		for _, v := range envVars(reflect.TypeOf(cfg)) {

@@ -14,6 +14,7 @@ import (
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/courier/couriercmd"
+	"github.com/platformco/platform/internal/darkroom/darkroomcmd"
 	"github.com/platformco/platform/internal/devcmd"
 	"github.com/platformco/platform/internal/events/eventscmd"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
@@ -42,6 +43,7 @@ commands:
   keyholder serve|migrate|publish       the registry-credential exchange
   license verify FILE --keys URL|FILE   check a licence file offline [--fingerprint F] [--version V]
   pantry serve|migrate                  the project registry
+  darkroom serve|migrate                media: uploads, variants, object storage
   parlor serve                          the web app
   events publish --service NAME         the outbox publisher loop
   events check                          catalog, manifests and schemas agree
@@ -92,6 +94,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return keyholdercmd.Command.Run(ctx, args[1:], env)
 	case "license":
 		return licensecmd.Run(ctx, args[1:], env)
+	case "darkroom":
+		return darkroomcmd.Command.Run(ctx, args[1:], env)
 	case "pantry":
 		return pantrycmd.Command.Run(ctx, args[1:], env)
 	case "parlor":

@@ -4,6 +4,9 @@ package main
 
 import (
 	"bytes"
+	"image"
+	"image/color"
+	"image/png"
 	"net"
 	"os"
 	"os/exec"
@@ -47,6 +50,8 @@ func TestReadmeWalk(t *testing.T) {
 	// The walk publishes platform.tar: the image tarball a release
 	// pipeline would build (docker save), here a small random one.
 	unit := writeImageTarball(t, filepath.Join(dir, "platform.tar"))
+	// The walk uploads logo.png to darkroom.
+	writeLogo(t, filepath.Join(dir, "logo.png"))
 	dev, devOut := startDev(t, bin, dir)
 	if !strings.Contains(devOut.String(), "identity staff add") {
 		t.Errorf("the banner does not say how to make a user staff:\n%s", devOut.String())
@@ -65,7 +70,7 @@ func TestReadmeWalk(t *testing.T) {
 		t.Errorf("the pull through the gateway got the manifest %q, want the published %s\n%s", last, unit, out)
 	}
 	for _, want := range []string{`"secret":"whsec_`, "published release platform 1.2.3", "api key fetch: platform", "found: widget-cli",
-		`{"product":"platform","version_range":`, "valid: platform"} {
+		`{"product":"platform","version_range":`, "valid: platform", "card variant: image/webp"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the walk's output lacks %q:\n%s", want, out)
 		}
@@ -120,6 +125,24 @@ func stopDev(t *testing.T, dev *exec.Cmd) {
 		_ = dev.Process.Kill()
 		<-done
 		t.Errorf("platform dev did not stop on Ctrl-C")
+	}
+}
+
+// writeLogo writes a 640x360 PNG at path.
+func writeLogo(t *testing.T, path string) {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, 640, 360))
+	for y := range 360 {
+		for x := range 640 {
+			img.SetNRGBA(x, y, color.NRGBA{R: uint8(x), G: uint8(y), B: 128, A: 255})
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	billingapi "github.com/platformco/platform/internal/billing/httpapi"
 	boxapi "github.com/platformco/platform/internal/box/httpapi"
 	courierapi "github.com/platformco/platform/internal/courier/httpapi"
+	darkroomapi "github.com/platformco/platform/internal/darkroom/httpapi"
 	identityapi "github.com/platformco/platform/internal/identity/httpapi"
 	keyholderapi "github.com/platformco/platform/internal/keyholder/httpapi"
 	pantryapi "github.com/platformco/platform/internal/pantry/httpapi"
@@ -25,5 +26,6 @@ func Public() map[string][]byte {
 		"keyholder": keyholderapi.OpenAPI(),
 		"pantry":    pantryapi.OpenAPI(),
 		"billing":   billingapi.OpenAPI(),
+		"darkroom":  darkroomapi.OpenAPI(),
 	}
 }

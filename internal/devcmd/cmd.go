@@ -27,6 +27,7 @@ import (
 	"github.com/platformco/platform/internal/cli"
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/courier/couriercmd"
+	"github.com/platformco/platform/internal/darkroom/darkroomcmd"
 	"github.com/platformco/platform/internal/events/embeddednats"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
@@ -143,7 +144,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return err
 	}
 
-	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort, parlorPort, pantryPort, billingPort})
+	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort, parlorPort, pantryPort, billingPort, darkroomPort})
 	if err != nil {
 		return err
 	}
@@ -163,6 +164,14 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		return err
 	}
 	defer func() { _ = reg.Stop() }()
+	s3URL, stopS3, err := startDevS3(dir)
+	if err != nil {
+		for _, l := range listeners {
+			l.Close()
+		}
+		return err
+	}
+	defer stopS3()
 
 	natsURL, stopNATS, err := embeddednats.Start(ctx, dir)
 	if err != nil {
@@ -247,7 +256,12 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"IDENTITY_ISSUER":     issuer,
 		"PANTRY_IDENTITY_URL": identityURL,
 		"EVENTS_URL":          natsURL,
+		"PANTRY_DARKROOM_URL": fmt.Sprintf("http://%s:%d", dial, darkroomPort),
 	}), &pantryCfg); err != nil {
+		return err
+	}
+	darkroomCfg, err := darkroomConfig(ctx, env, dir, issuer, s3URL)
+	if err != nil {
 		return err
 	}
 	billingCfg, err := billingConfig(ctx, env, dir, natsURL, dial, named, metrics["billing"])
@@ -265,6 +279,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"PARLOR_URL":      fmt.Sprintf("http://%s:%d", dial, parlorPort),
 		"PANTRY_URL":      fmt.Sprintf("http://%s:%d", dial, pantryPort),
 		"BILLING_URL":     fmt.Sprintf("http://%s:%d", dial, billingPort),
+		"DARKROOM_URL":    fmt.Sprintf("http://%s:%d", dial, darkroomPort),
 		// parlor calls the gateway for every browser, from dial; the
 		// browser's address it forwards is believed from there alone.
 		"TRUSTED_PROXIES": parlorAddr(dial),
@@ -316,6 +331,9 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	serve("pantry", func() error { return pantrycmd.Serve(ctx, pantryCfg, devLogger(env, "pantry"), listeners[pantryPort]) })
 	serve("billing", func() error {
 		return billingcmd.Serve(ctx, billingCfg, devLogger(env, "billing"), listeners[billingPort])
+	})
+	serve("darkroom", func() error {
+		return darkroomcmd.Serve(ctx, darkroomCfg, devLogger(env, "darkroom"), listeners[darkroomPort])
 	})
 
 	// The banner comes last, once the app answers, so the services'
@@ -414,6 +432,7 @@ func printBanner(env cli.Env, dir, natsURL, host string) {
   parlor    http://%[1]s:%[10]d   (the web app, served by the gateway at http://%[1]s:%[2]d/)
   pantry    http://%[1]s:%[11]d   (the project registry)
   billing   http://%[1]s:%[12]d   (test processor: pay with 4242 4242 4242 4242)
+  darkroom  http://%[1]s:%[13]d   (media, over the embedded S3 server at http://%[14]s)
   events    %[6]s   (stream PLATFORM_EVENTS)
   data      %[7]s
 
@@ -430,7 +449,7 @@ POST http://%[1]s:%[2]d/v1/session with {"email": ..., "password": ...}.
 
 Request logs are at debug here; LOG_LEVEL=debug shows them.
 
-`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr, parlorPort, pantryPort, billingPort)
+`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr, parlorPort, pantryPort, billingPort, darkroomPort, devS3Addr)
 	env.Logger("dev").Info("platform dev started", "data", dir)
 }
 

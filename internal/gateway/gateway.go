@@ -34,6 +34,7 @@ type Options struct {
 	PantryURL    *url.URL
 	ParlorURL    *url.URL
 	BillingURL   *url.URL
+	DarkroomURL  *url.URL
 	// Verifier checks bearer tokens.
 	Verifier *tokens.Verifier
 	// Keys is the key-set cache behind Verifier, read by readiness.
@@ -118,7 +119,7 @@ func New(opts Options) *Gateway {
 	g.upstreams = make(map[string]*upstream)
 	for name, u := range map[string]*url.URL{
 		Identity: opts.IdentityURL, Box: opts.BoxURL, Courier: opts.CourierURL,
-		Keyholder: opts.KeyholderURL, Pantry: opts.PantryURL, Parlor: opts.ParlorURL, Billing: opts.BillingURL,
+		Keyholder: opts.KeyholderURL, Pantry: opts.PantryURL, Parlor: opts.ParlorURL, Billing: opts.BillingURL, Darkroom: opts.DarkroomURL,
 	} {
 		if u != nil {
 			g.upstreams[name] = g.newUpstream(name, u)

@@ -75,6 +75,7 @@ type setup struct {
 	redisPing  func(context.Context) error
 	identityMx func(mux *http.ServeMux)
 	origins    []string
+	darkroom   string
 }
 
 // newHarness starts a key server that also serves identity's routes, a box
@@ -126,6 +127,9 @@ func newHarness(t *testing.T, s setup) *harness {
 	}
 	if !s.noBox {
 		opts.BoxURL = mustURL(t, boxSrv.URL)
+	}
+	if s.darkroom != "" {
+		opts.DarkroomURL = mustURL(t, s.darkroom)
 	}
 	h.gw = gateway.New(opts)
 	return h

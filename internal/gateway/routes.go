@@ -16,6 +16,7 @@ const (
 	Pantry    = "pantry"
 	Parlor    = "parlor"
 	Billing   = "billing"
+	Darkroom  = "darkroom"
 )
 
 // Route is one entry of the routing table: requests matching Pattern (a
@@ -38,6 +39,7 @@ var envelopeOf = map[string]envelope{
 	Pantry:    problemEnvelope,
 	Parlor:    problemEnvelope,
 	Billing:   problemEnvelope,
+	Darkroom:  problemEnvelope,
 }
 
 func newRoute(pattern, service string, public bool) Route {
@@ -145,6 +147,13 @@ func Routes() []Route {
 	} {
 		add(subtree(p, Billing)...)
 	}
+
+	// darkroom (darkroom.md section 4): uploads need a caller; reads of
+	// media need no bearer at the edge (darkroom decides: public media,
+	// the owner's token, or a signed link).
+	add(subtree("/v1/uploads", Darkroom)...)
+	add(subtree("/v1/media", Darkroom)...)
+	add(newRoute("GET /v1/media/{id}", Darkroom, true), newRoute("GET /v1/media/{id}/{preset}", Darkroom, true))
 
 	// parlor: every other path; it decides which pages need a session.
 	add(newRoute("/", Parlor, true))

@@ -49,6 +49,7 @@ type Config struct {
 	PantryURL    string `env:"PANTRY_URL" rule:"url"`
 	ParlorURL    string `env:"PARLOR_URL" rule:"url"`
 	BillingURL   string `env:"BILLING_URL" rule:"url"`
+	DarkroomURL  string `env:"DARKROOM_URL" rule:"url"`
 	// RedisURL (optional) shares rate limits across replicas and enables
 	// /auth/*.
 	RedisURL string `env:"REDIS_URL"`
@@ -77,7 +78,7 @@ type Config struct {
 // Validate implements config.Validator: the rules that span fields, and
 // the values derived from the ones read.
 func (c *Config) Validate() error {
-	for _, u := range []*string{&c.IdentityURL, &c.IdentityIssuer, &c.BoxURL, &c.CourierURL, &c.KeyholderURL, &c.PantryURL, &c.ParlorURL, &c.BillingURL} {
+	for _, u := range []*string{&c.IdentityURL, &c.IdentityIssuer, &c.BoxURL, &c.CourierURL, &c.KeyholderURL, &c.PantryURL, &c.ParlorURL, &c.BillingURL, &c.DarkroomURL} {
 		*u = strings.TrimRight(*u, "/")
 	}
 	if c.JWKSTTLMillis > 0 {
@@ -95,7 +96,7 @@ func (c *Config) Validate() error {
 	if c.IdentityIssuer == "" {
 		return errors.New("IDENTITY_ISSUER: is required (or IDENTITY_URL, its default): tokens are verified against the issuer's key set")
 	}
-	if c.IdentityURL == "" && c.BoxURL == "" && c.CourierURL == "" && c.KeyholderURL == "" && c.PantryURL == "" && c.ParlorURL == "" && c.BillingURL == "" {
+	if c.IdentityURL == "" && c.BoxURL == "" && c.CourierURL == "" && c.KeyholderURL == "" && c.PantryURL == "" && c.ParlorURL == "" && c.BillingURL == "" && c.DarkroomURL == "" {
 		return errors.New("IDENTITY_URL: is required unless another upstream (BOX_URL, COURIER_URL, KEYHOLDER_URL, PARLOR_URL) is set: a gateway with no upstream serves nothing")
 	}
 	if c.RedisURL != "" {
@@ -223,6 +224,7 @@ func start(ctx context.Context, cfg Config, app *service.App) (http.Handler, err
 		{gateway.Pantry, "PANTRY_URL", cfg.PantryURL, &opts.PantryURL},
 		{gateway.Parlor, "PARLOR_URL", cfg.ParlorURL, &opts.ParlorURL},
 		{gateway.Billing, "BILLING_URL", cfg.BillingURL, &opts.BillingURL},
+		{gateway.Darkroom, "DARKROOM_URL", cfg.DarkroomURL, &opts.DarkroomURL},
 	} {
 		parsed, err := optionalURL(u.value)
 		if err != nil {
@@ -250,7 +252,7 @@ func start(ctx context.Context, cfg Config, app *service.App) (http.Handler, err
 	opts.Limiter = countRejections(opts.Limiter, metrics)
 	g := gateway.New(opts)
 	logger.Info("gateway configured", "identity_url", cfg.IdentityURL, "box_url", cfg.BoxURL,
-		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "pantry_url", cfg.PantryURL, "parlor_url", cfg.ParlorURL, "billing_url", cfg.BillingURL,
+		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "pantry_url", cfg.PantryURL, "parlor_url", cfg.ParlorURL, "billing_url", cfg.BillingURL, "darkroom_url", cfg.DarkroomURL,
 		"issuer", cfg.IdentityIssuer, "jwks_ttl_ms", cfg.JWKSTTL.Milliseconds(), "redis", cfg.RedisURL != "",
 		"auth_routes", authRoutesWords(g.BrowserSessions()), "trusted_proxies", cfg.Trusted, "rate_limit_per_minute", cfg.RateLimit)
 	return g, nil
