@@ -235,7 +235,7 @@ func (s *Service) DeleteCredential(ctx context.Context, a Actor, id string) erro
 	return s.store.DeleteCredential(ctx, a.AccountID, id)
 }
 
-var aliasName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$`)
+var aliasName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
 
 // MaxTargets bounds an alias's targets.
 const MaxTargets = 8
