@@ -19,6 +19,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
+	"github.com/platformco/platform/internal/muse/musecmd"
 	"github.com/platformco/platform/internal/pantry/pantrycmd"
 	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
@@ -40,6 +41,7 @@ commands:
   courier serve|migrate                 email, preferences and webhooks, and their schema
   keyholder serve|migrate|publish       the registry-credential exchange
   pantry serve|migrate                  the project registry
+  muse serve|migrate                    the OpenAI-compatible model endpoint and its schema
   parlor serve                          the web app
   events publish --service NAME         the outbox publisher loop
   events check                          catalog, manifests and schemas agree
@@ -92,6 +94,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return pantrycmd.Command.Run(ctx, args[1:], env)
 	case "parlor":
 		return parlorcmd.Command.Run(ctx, args[1:], env)
+	case "muse":
+		return musecmd.Command.Run(ctx, args[1:], env)
 	case "openapi":
 		return writeOpenAPI(args[1:], env)
 	case "probe":

@@ -35,11 +35,14 @@ const (
 	// ScopeProjectsWrite lets a key publish, change and delete its
 	// account's projects in pantry (pantry.md section 1).
 	ScopeProjectsWrite = "projects:write"
+	// ScopeModelsInvoke lets a key call models through muse's
+	// OpenAI-compatible routes (muse.md section 1).
+	ScopeModelsInvoke = "models:invoke"
 )
 
 // Scopes lists every scope an API key may carry.
 func Scopes() []string {
-	return []string{ScopeAccountRead, ScopeEntitlementsRead, ScopeArtifactsFetch, ScopeReleasesRead, ScopeReleasesApprove, ScopeProjectsWrite}
+	return []string{ScopeAccountRead, ScopeEntitlementsRead, ScopeArtifactsFetch, ScopeReleasesRead, ScopeReleasesApprove, ScopeProjectsWrite, ScopeModelsInvoke}
 }
 
 // MinRoleAPIKeys is who manages an account's API keys.

@@ -273,6 +273,7 @@ var apiKeyScopes = []scopeChoice{
 	{Name: "releases:read", Description: "List the releases of the products it holds."},
 	{Name: "releases:approve", Description: "Approve a release on this account's behalf."},
 	{Name: "projects:write", Description: "Publish and change this account's projects in the public registry."},
+	{Name: "models:invoke", Description: "Call models through the platform's OpenAI-compatible endpoint (metered)."},
 }
 
 // scopesTicked is the scope list with the ticked ones marked.

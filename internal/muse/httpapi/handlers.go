@@ -71,6 +71,9 @@ func (h *handlers) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sw := &chatWriter{w: w, r: r, rc: http.NewResponseController(w)}
+	// A completion outlives the server's write timeout: its first byte is
+	// bounded by MUSE_UPSTREAM_TIMEOUT, a stream by its upstream.
+	_ = sw.rc.SetWriteDeadline(time.Time{})
 	err = h.svc.Chat(r.Context(), caller, req, sw)
 	var ue *muse.UpstreamError
 	switch {
