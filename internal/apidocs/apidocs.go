@@ -11,6 +11,7 @@ import (
 	courierapi "github.com/platformco/platform/internal/courier/httpapi"
 	identityapi "github.com/platformco/platform/internal/identity/httpapi"
 	keyholderapi "github.com/platformco/platform/internal/keyholder/httpapi"
+	museapi "github.com/platformco/platform/internal/muse/httpapi"
 	pantryapi "github.com/platformco/platform/internal/pantry/httpapi"
 )
 
@@ -25,5 +26,6 @@ func Public() map[string][]byte {
 		"keyholder": keyholderapi.OpenAPI(),
 		"pantry":    pantryapi.OpenAPI(),
 		"billing":   billingapi.OpenAPI(),
+		"muse":      museapi.OpenAPI(),
 	}
 }

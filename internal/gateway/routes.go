@@ -16,6 +16,7 @@ const (
 	Pantry    = "pantry"
 	Parlor    = "parlor"
 	Billing   = "billing"
+	Muse      = "muse"
 )
 
 // Route is one entry of the routing table: requests matching Pattern (a
@@ -38,6 +39,7 @@ var envelopeOf = map[string]envelope{
 	Pantry:    problemEnvelope,
 	Parlor:    problemEnvelope,
 	Billing:   problemEnvelope,
+	Muse:      problemEnvelope,
 }
 
 func newRoute(pattern, service string, public bool) Route {
@@ -134,6 +136,21 @@ func Routes() []Route {
 		"/v1/operator/reconciliations",
 	} {
 		add(subtree(p, Billing)...)
+	}
+
+	// muse (muse.md section 5): the OpenAI-compatible routes, each
+	// needing a caller (a token with OpenAI-Organization, or a plat_ key),
+	// and the account's vault, aliases, budget and usage. Streams pass
+	// unbuffered.
+	add(newRoute("POST /v1/chat/completions", Muse, false), newRoute("GET /v1/models", Muse, false))
+	for _, p := range []string{
+		"/v1/accounts/{id}/provider_credentials",
+		"/v1/accounts/{id}/models",
+		"/v1/accounts/{id}/budget",
+		"/v1/accounts/{id}/usage/models",
+		"/v1/operator/provider_credentials",
+	} {
+		add(subtree(p, Muse)...)
 	}
 
 	// parlor: every other path; it decides which pages need a session.
