@@ -15,6 +15,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
+	"github.com/platformco/platform/internal/muse/musecmd"
 	"github.com/platformco/platform/internal/pantry/pantrycmd"
 	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
@@ -31,6 +32,7 @@ func TestConfigurationReferenceNamesEveryVariable(t *testing.T) {
 		"courier": couriercmd.Config{}, "keyholder": keyholdercmd.Config{}, "parlor": parlorcmd.Config{},
 		"pantry":         pantrycmd.Config{},
 		"billing":        billingcmd.Config{},
+		"muse":           musecmd.Config{},
 		"events publish": eventscmd.PublishConfig{},
 	} {
 		for _, v := range envVars(reflect.TypeOf(cfg)) {
