@@ -162,11 +162,13 @@ func (h *handlers) models(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]model, 0, len(as))
 	for _, a := range as {
-		owner := a.AccountID
-		if a.UpdatedAt.IsZero() {
-			owner = "platform"
+		m := model{ID: a.Name, Object: "model", OwnedBy: a.AccountID}
+		if a.UpdatedAt.IsZero() { // the built-in echo alias
+			m.OwnedBy = "platform"
+		} else {
+			m.Created = a.UpdatedAt.Unix()
 		}
-		out = append(out, model{ID: a.Name, Object: "model", Created: a.UpdatedAt.Unix(), OwnedBy: owner})
+		out = append(out, m)
 	}
 	private(w, http.StatusOK, struct {
 		Object string  `json:"object"`
