@@ -14,7 +14,9 @@ func TestParseChat(t *testing.T) {
 		check      func(ChatRequest) bool
 	}{
 		{"OK", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":9,"stop":"x"}`, "",
-			func(r ChatRequest) bool { return r.Stream && r.IncludeUsage && r.MaxTokens == 9 && len(r.Stop) == 1 && r.Messages[0].Content == "hi" }},
+			func(r ChatRequest) bool {
+				return r.Stream && r.IncludeUsage && r.MaxTokens == 9 && len(r.Stop) == 1 && r.Messages[0].Content == "hi"
+			}},
 		{"OKContentParts", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"},{"type":"text","text":"b"}]}]}`, "",
 			func(r ChatRequest) bool { return r.Messages[0].Content == "ab" }},
 		{"OKMaxCompletionTokensWins", `{"model":"m","messages":[{"role":"assistant","content":null}],"max_tokens":5,"max_completion_tokens":7}`, "",
