@@ -50,10 +50,12 @@ func (s *Service) Chat(ctx context.Context, c Caller, req ChatRequest, w ChatWri
 	if err != nil {
 		return err
 	}
-	if b.Monthly > 0 && b.Used >= b.Monthly {
+	release, ok := s.reserve(c.AccountID, b, PromptTokens(req.Messages)+max(req.MaxTokens, 1))
+	if !ok {
 		return errs.New(CodeBudgetExhausted, fmt.Sprintf(
 			"this account has used its monthly budget of %d tokens; it renews on the first of next month", b.Monthly))
 	}
+	defer release()
 	routes, err := s.routes(ctx, c, req.Model)
 	if err != nil {
 		return err
@@ -103,6 +105,31 @@ func (s *Service) Chat(ctx context.Context, c Caller, req ChatRequest, w ChatWri
 }
 
 func (s *Service) logger() *slog.Logger { return s.log }
+
+// reserve admits a request against the account's budget: the month's
+// metered total plus what this process's requests in flight were
+// admitted for must stay below it. The reservation (the prompt's
+// estimate and max_tokens, or one token) lasts until the request is
+// metered, so simultaneous requests cannot all pass on one reading of
+// the total; what the admitted ones produce beyond it is the overshoot.
+func (s *Service) reserve(account string, b Budget, tokens int64) (release func(), ok bool) {
+	if b.Monthly <= 0 {
+		return func() {}, true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b.Used+s.reserved[account] >= b.Monthly {
+		return nil, false
+	}
+	s.reserved[account] += tokens
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.reserved[account] -= tokens; s.reserved[account] <= 0 {
+			delete(s.reserved, account)
+		}
+	}, true
+}
 
 // routes returns the alias's targets in the order to try them: the first
 // drawn by weight among the weighted ones (the first listed when none

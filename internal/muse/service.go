@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/platformco/platform/internal/errs"
@@ -31,6 +32,10 @@ type Service struct {
 	health    *health
 	now       func() time.Time
 	log       *slog.Logger
+	// mu guards reserved: the tokens requests in flight were admitted
+	// for, by account.
+	mu       sync.Mutex
+	reserved map[string]int64
 }
 
 // Options configure a Service.
@@ -61,7 +66,7 @@ func NewService(store Store, identity Identity, vault *seal.Sealer, o Options) *
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: store, identity: identity, vault: vault, providers: o.Providers, echoAlias: o.EchoAlias,
-		timeout: o.UpstreamTimeout, health: newHealth(o.Now), now: o.Now, log: o.Logger}
+		timeout: o.UpstreamTimeout, health: newHealth(o.Now), now: o.Now, log: o.Logger, reserved: map[string]int64{}}
 }
 
 // Caller is who calls a model: an account and the user or key in it.
