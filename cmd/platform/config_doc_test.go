@@ -16,6 +16,7 @@ import (
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
+	"github.com/platformco/platform/internal/muse/musecmd"
 	"github.com/platformco/platform/internal/pantry/pantrycmd"
 	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
@@ -33,6 +34,7 @@ func TestConfigurationReferenceNamesEveryVariable(t *testing.T) {
 		"pantry":         pantrycmd.Config{},
 		"billing":        billingcmd.Config{},
 		"darkroom":       darkroomcmd.Config{},
+		"muse":           musecmd.Config{},
 		"events publish": eventscmd.PublishConfig{},
 	} {
 		for _, v := range envVars(reflect.TypeOf(cfg)) {

@@ -21,6 +21,7 @@ import (
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
 	"github.com/platformco/platform/internal/licensecmd"
+	"github.com/platformco/platform/internal/muse/musecmd"
 	"github.com/platformco/platform/internal/pantry/pantrycmd"
 	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
@@ -44,6 +45,7 @@ commands:
   license verify FILE --keys URL|FILE   check a licence file offline [--fingerprint F] [--version V]
   pantry serve|migrate                  the project registry
   darkroom serve|migrate                media: uploads, variants, object storage
+  muse serve|migrate                    the OpenAI-compatible model endpoint and its schema
   parlor serve                          the web app
   events publish --service NAME         the outbox publisher loop
   events check                          catalog, manifests and schemas agree
@@ -100,6 +102,8 @@ func dispatch(ctx context.Context, args []string, env cli.Env) error {
 		return pantrycmd.Command.Run(ctx, args[1:], env)
 	case "parlor":
 		return parlorcmd.Command.Run(ctx, args[1:], env)
+	case "muse":
+		return musecmd.Command.Run(ctx, args[1:], env)
 	case "openapi":
 		return writeOpenAPI(args[1:], env)
 	case "probe":

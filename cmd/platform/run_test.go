@@ -77,7 +77,7 @@ func TestRunExitCodes(t *testing.T) {
 // stops it (exit 1) naming the variable, help exits 0 with the service's
 // usage, and an argument after serve is refused (exit 2).
 func TestEveryServiceCommandAnswersAlike(t *testing.T) {
-	for _, svc := range []string{"identity", "box", "gateway", "courier", "keyholder", "pantry", "parlor", "billing", "darkroom"} {
+	for _, svc := range []string{"identity", "box", "gateway", "courier", "keyholder", "pantry", "parlor", "billing", "darkroom", "muse"} {
 		for _, tt := range []struct {
 			name       string
 			args       []string
@@ -123,7 +123,7 @@ func TestOpenAPIWritesEveryServedDocument(t *testing.T) {
 	if code := run(context.Background(), []string{"openapi", dir}, func(string) string { return "" }, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d (stderr %q)", code, stderr.String())
 	}
-	names := []string{"billing", "box", "courier", "darkroom", "gateway", "identity", "keyholder", "pantry"}
+	names := []string{"billing", "box", "courier", "darkroom", "gateway", "identity", "keyholder", "muse", "pantry"}
 	for _, name := range names {
 		raw, err := os.ReadFile(filepath.Join(dir, name+".json"))
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	darkroomapi "github.com/platformco/platform/internal/darkroom/httpapi"
 	identityapi "github.com/platformco/platform/internal/identity/httpapi"
 	keyholderapi "github.com/platformco/platform/internal/keyholder/httpapi"
+	museapi "github.com/platformco/platform/internal/muse/httpapi"
 	pantryapi "github.com/platformco/platform/internal/pantry/httpapi"
 )
 
@@ -27,5 +28,6 @@ func Public() map[string][]byte {
 		"pantry":    pantryapi.OpenAPI(),
 		"billing":   billingapi.OpenAPI(),
 		"darkroom":  darkroomapi.OpenAPI(),
+		"muse":      museapi.OpenAPI(),
 	}
 }

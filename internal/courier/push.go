@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/seal"
 )
 
 // Push statuses (courier.md section 6). queued is the only state a push
@@ -94,7 +95,7 @@ type PushStore interface {
 // section 6).
 type Push struct {
 	store  PushStore
-	sealer *Sealer
+	sealer *seal.Sealer
 	// development admits endpoints on loopback addresses.
 	development bool
 	// lookup resolves an endpoint's host.
@@ -103,7 +104,7 @@ type Push struct {
 
 // NewPush returns the subscription management over store. lookup resolves
 // endpoint hosts (nil: the system's resolver).
-func NewPush(store PushStore, sealer *Sealer, development bool, lookup func(ctx context.Context, host string) ([]netip.Addr, error)) *Push {
+func NewPush(store PushStore, sealer *seal.Sealer, development bool, lookup func(ctx context.Context, host string) ([]netip.Addr, error)) *Push {
 	if lookup == nil {
 		lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)

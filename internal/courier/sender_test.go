@@ -21,6 +21,7 @@ import (
 	"github.com/platformco/platform/internal/courier/sqlstore"
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/outbox"
+	"github.com/platformco/platform/internal/seal"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
@@ -49,7 +50,7 @@ func newEnv(t *testing.T, engine sqldb.Engine, opts courier.SenderOptions) *env 
 
 func newEnvOn(t *testing.T, db *sqldb.DB, srv *smtptest.Server, opts courier.SenderOptions) *env {
 	t.Helper()
-	sealer, err := courier.NewSealer(testKey)
+	sealer, err := seal.New(testKey)
 	if err != nil {
 		t.Fatal(err)
 	}

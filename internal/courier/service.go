@@ -9,6 +9,7 @@ import (
 
 	"github.com/platformco/platform/internal/errs"
 	"github.com/platformco/platform/internal/ids"
+	"github.com/platformco/platform/internal/seal"
 )
 
 // Preference categories (notification preferences).
@@ -21,7 +22,7 @@ const (
 // Service is courier's application logic over its ports.
 type Service struct {
 	store  Store
-	sealer *Sealer
+	sealer *seal.Sealer
 	// queued receives (without blocking) when a message was queued, to
 	// wake the send loop.
 	queued chan struct{}
@@ -34,7 +35,7 @@ func (s *Service) OnPushQueued(fn func()) { s.pushed = fn }
 
 // NewService returns a service over store, sealing template data with
 // sealer.
-func NewService(store Store, sealer *Sealer) *Service {
+func NewService(store Store, sealer *seal.Sealer) *Service {
 	return &Service{store: store, sealer: sealer, queued: make(chan struct{}, 1)}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/platformco/platform/internal/errs"
+	"github.com/platformco/platform/internal/seal"
 )
 
 // CodeForbidden is a member who is not an admin of the account (403).
@@ -186,13 +187,13 @@ func ValidAccountID(id string) bool {
 // Webhooks is the endpoint management of courier.md section 4.
 type Webhooks struct {
 	store  WebhookStore
-	sealer *Sealer
+	sealer *seal.Sealer
 	// development admits http:// endpoints on loopback addresses.
 	development bool
 }
 
 // NewWebhooks returns the endpoint management over store.
-func NewWebhooks(store WebhookStore, sealer *Sealer, development bool) *Webhooks {
+func NewWebhooks(store WebhookStore, sealer *seal.Sealer, development bool) *Webhooks {
 	return &Webhooks{store: store, sealer: sealer, development: development}
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/keyholder/embedregistry"
 	"github.com/platformco/platform/internal/keyholder/keyholdercmd"
+	"github.com/platformco/platform/internal/muse/musecmd"
 	"github.com/platformco/platform/internal/pantry/pantrycmd"
 	"github.com/platformco/platform/internal/parlor/parlorcmd"
 )
@@ -45,7 +46,11 @@ const (
 	courierPort  = 8083
 	parlorPort   = 8085
 	pantryPort   = 8089
+	musePort     = 8090
 )
+
+// museKeyFile holds muse's MUSE_VAULT_KEY inside the data dir.
+const museKeyFile = "muse.key"
 
 // courierKeyFile holds courier's COURIER_SECRET_BOX_KEY inside the data dir.
 const courierKeyFile = "courier.key"
@@ -143,8 +148,12 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	if err != nil {
 		return err
 	}
+	museKey, err := loadOrCreateMasterKey(filepath.Join(dir, museKeyFile))
+	if err != nil {
+		return err
+	}
 
-	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort, parlorPort, pantryPort, billingPort, darkroomPort})
+	listeners, err := listenAll(opts.listen, []int{gatewayPort, identityPort, boxPort, courierPort, keyholderPort, parlorPort, pantryPort, billingPort, darkroomPort, musePort})
 	if err != nil {
 		return err
 	}
@@ -199,6 +208,10 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	pantryDB := "sqlite:" + filepath.Join(dir, "pantry.db")
 	if _, err := pantrycmd.Command.Migrate(ctx, pantryDB); err != nil {
 		return fmt.Errorf("pantry migrations: %w", err)
+	}
+	museDB := "sqlite:" + filepath.Join(dir, "muse.db")
+	if _, err := musecmd.Command.Migrate(ctx, museDB); err != nil {
+		return fmt.Errorf("muse migrations: %w", err)
 	}
 
 	dial, named := reachAt(opts.listen)
@@ -264,6 +277,20 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	if err != nil {
 		return err
 	}
+	// muse with the echo provider as the alias echo: the quick start asks
+	// a model with no key and no network.
+	var museCfg musecmd.Config
+	if err := musecmd.Command.Load(ctx, only(env, map[string]string{
+		"PORT":              fmt.Sprint(musePort),
+		"DATABASE_URL":      museDB,
+		"IDENTITY_ISSUER":   issuer,
+		"MUSE_IDENTITY_URL": identityURL,
+		"MUSE_VAULT_KEY":    museKey,
+		"MUSE_ENV":          "development",
+		"MUSE_ECHO_ALIAS":   "echo",
+	}), &museCfg); err != nil {
+		return err
+	}
 	billingCfg, err := billingConfig(ctx, env, dir, natsURL, dial, named, metrics["billing"])
 	if err != nil {
 		return err
@@ -280,6 +307,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"PANTRY_URL":      fmt.Sprintf("http://%s:%d", dial, pantryPort),
 		"BILLING_URL":     fmt.Sprintf("http://%s:%d", dial, billingPort),
 		"DARKROOM_URL":    fmt.Sprintf("http://%s:%d", dial, darkroomPort),
+		"MUSE_URL":        fmt.Sprintf("http://%s:%d", dial, musePort),
 		// parlor calls the gateway for every browser, from dial; the
 		// browser's address it forwards is believed from there alone.
 		"TRUSTED_PROXIES": parlorAddr(dial),
@@ -329,6 +357,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	})
 	serve("parlor", func() error { return parlorcmd.Serve(ctx, parlorCfg, devLogger(env, "parlor"), listeners[parlorPort]) })
 	serve("pantry", func() error { return pantrycmd.Serve(ctx, pantryCfg, devLogger(env, "pantry"), listeners[pantryPort]) })
+	serve("muse", func() error { return musecmd.Serve(ctx, museCfg, devLogger(env, "muse"), listeners[musePort]) })
 	serve("billing", func() error {
 		return billingcmd.Serve(ctx, billingCfg, devLogger(env, "billing"), listeners[billingPort])
 	})
@@ -433,6 +462,7 @@ func printBanner(env cli.Env, dir, natsURL, host string) {
   pantry    http://%[1]s:%[11]d   (the project registry)
   billing   http://%[1]s:%[12]d   (test processor: pay with 4242 4242 4242 4242)
   darkroom  http://%[1]s:%[13]d   (media, over the embedded S3 server at http://%[14]s)
+  muse      http://%[1]s:%[15]d   (OpenAI-compatible: model "echo" answers with your last message)
   events    %[6]s   (stream PLATFORM_EVENTS)
   data      %[7]s
 
@@ -449,7 +479,7 @@ POST http://%[1]s:%[2]d/v1/session with {"email": ..., "password": ...}.
 
 Request logs are at debug here; LOG_LEVEL=debug shows them.
 
-`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr, parlorPort, pantryPort, billingPort, darkroomPort, devS3Addr)
+`, host, gatewayPort, identityPort, boxPort, courierPort, natsURL, rel, keyholderPort, registryAddr, parlorPort, pantryPort, billingPort, darkroomPort, devS3Addr, musePort)
 	env.Logger("dev").Info("platform dev started", "data", dir)
 }
 

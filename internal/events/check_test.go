@@ -28,6 +28,11 @@ func pantryManifest() Manifest {
 	}}
 }
 
+// museManifest is muse's declared events (muse.EventTypes).
+func museManifest() Manifest {
+	return Manifest{Service: "muse", Types: []string{"muse.tokens.consumed"}}
+}
+
 // billingManifest is billing's declared events (billing.EventTypes).
 func billingManifest() Manifest {
 	return Manifest{Service: "billing", Types: []string{
@@ -118,7 +123,7 @@ func editRow(t *testing.T, m fstest.MapFS, typ string, fn func(row map[string]an
 }
 
 func TestCheckRepositoryAgrees(t *testing.T) {
-	if got := Check(repoSchemas(t), []Manifest{identityManifest(), courierManifest(), pantryManifest(), billingManifest()}); len(got) != 0 {
+	if got := Check(repoSchemas(t), []Manifest{identityManifest(), courierManifest(), pantryManifest(), billingManifest(), museManifest()}); len(got) != 0 {
 		for _, d := range got {
 			t.Error(d)
 		}
@@ -149,7 +154,7 @@ func TestCatalogHoldsPlatformRows(t *testing.T) {
 		"billing.invoice.created": StatusEmitted, "billing.usage.recorded": StatusEmitted,
 		"courier.email.queued": StatusEmitted, "courier.email.delivered": StatusEmitted,
 		"courier.email.bounced": StatusEmitted, "courier.email.complained": StatusEmitted,
-		"courier.notification.suppressed": StatusEmitted, "muse.tokens.consumed": StatusExternal,
+		"courier.notification.suppressed": StatusEmitted, "muse.tokens.consumed": StatusEmitted,
 		"pantry.project.created": StatusEmitted, "pantry.project.updated": StatusEmitted,
 		"pantry.project.deleted": StatusEmitted,
 	}
@@ -197,6 +202,7 @@ func TestCheckFindsDisagreements(t *testing.T) {
 			return []Manifest{identityManifest()}
 		}, "identity.oidc_client.created", "catalogued as not_emitted, but identity's manifest declares it"},
 		{"ManifestOfExternalPublisher", func(t *testing.T, m fstest.MapFS) []Manifest {
+			editRow(t, m, "muse.tokens.consumed", func(r map[string]any) { r["status"] = "external"; delete(r, "data_fields") })
 			return []Manifest{identityManifest(), {Service: "muse", Types: []string{"muse.tokens.consumed"}}}
 		}, "muse.tokens.consumed", "publisher \"muse\" is built in this repository"},
 		{"DeclaredRowWithoutManifest", func(t *testing.T, m fstest.MapFS) []Manifest {
@@ -365,7 +371,7 @@ func TestContractValidate(t *testing.T) {
 	}{
 		{"SubjectNotUUID", envelopeFor(t, "identity.user.created", "platform", valid)},
 		{"NotEmitted", envelopeFor(t, "identity.mfa.enabled", subject, []byte(`{}`))},
-		{"External", envelopeFor(t, "muse.tokens.consumed", "platform", []byte(`{}`))},
+		{"DataMissingFields", envelopeFor(t, "muse.tokens.consumed", "platform", []byte(`{}`))},
 		{"Uncatalogued", envelopeFor(t, "identity.user.deleted", subject, []byte(`{}`))},
 	}
 	for _, tt := range tests {

@@ -32,6 +32,7 @@ type Options struct {
 	CourierURL   *url.URL
 	KeyholderURL *url.URL
 	PantryURL    *url.URL
+	MuseURL      *url.URL
 	ParlorURL    *url.URL
 	BillingURL   *url.URL
 	DarkroomURL  *url.URL
@@ -120,6 +121,7 @@ func New(opts Options) *Gateway {
 	for name, u := range map[string]*url.URL{
 		Identity: opts.IdentityURL, Box: opts.BoxURL, Courier: opts.CourierURL,
 		Keyholder: opts.KeyholderURL, Pantry: opts.PantryURL, Parlor: opts.ParlorURL, Billing: opts.BillingURL, Darkroom: opts.DarkroomURL,
+		Muse: opts.MuseURL,
 	} {
 		if u != nil {
 			g.upstreams[name] = g.newUpstream(name, u)

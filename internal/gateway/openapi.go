@@ -15,7 +15,7 @@ import (
 
 // componentPrefix keeps the services' component names apart in the merged
 // document (each has a NotFound, a Health, ...).
-var componentPrefix = map[string]string{Identity: "Identity", Box: "Box", Courier: "Courier", Keyholder: "Keyholder", Pantry: "Pantry", Billing: "Billing", Darkroom: "Darkroom"}
+var componentPrefix = map[string]string{Identity: "Identity", Box: "Box", Courier: "Courier", Keyholder: "Keyholder", Pantry: "Pantry", Billing: "Billing", Darkroom: "Darkroom", Muse: "Muse"}
 
 // servicePaths are a service's own paths that the gateway does not
 // forward: it answers them itself.
@@ -601,7 +601,7 @@ func edgeComponents() map[string]map[string]any {
 func readinessDeps() map[string]any {
 	state := map[string]any{"enum": []any{"ok", "unavailable"}}
 	deps := map[string]any{keySetDep: state, "redis": state}
-	for _, s := range []string{Identity, Box, Courier, Keyholder, Pantry, Parlor, Billing, Darkroom} {
+	for _, s := range []string{Identity, Box, Courier, Keyholder, Pantry, Parlor, Billing, Darkroom, Muse} {
 		deps[s] = state
 	}
 	return deps

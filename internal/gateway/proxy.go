@@ -75,9 +75,9 @@ func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 func (g *Gateway) newUpstream(name string, base *url.URL) *upstream {
 	pool := &bufferPool{}
 	var flush time.Duration
-	if name == Keyholder {
-		// Registry blobs stream through: every read is passed on at once
-		// instead of waiting for a buffer to fill.
+	if name == Keyholder || name == Muse {
+		// Registry blobs and model streams pass through: every read is
+		// passed on at once instead of waiting for a buffer to fill.
 		flush = -1
 	}
 	return &upstream{

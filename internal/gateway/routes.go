@@ -17,6 +17,7 @@ const (
 	Parlor    = "parlor"
 	Billing   = "billing"
 	Darkroom  = "darkroom"
+	Muse      = "muse"
 )
 
 // Route is one entry of the routing table: requests matching Pattern (a
@@ -40,6 +41,7 @@ var envelopeOf = map[string]envelope{
 	Parlor:    problemEnvelope,
 	Billing:   problemEnvelope,
 	Darkroom:  problemEnvelope,
+	Muse:      problemEnvelope,
 }
 
 func newRoute(pattern, service string, public bool) Route {
@@ -154,6 +156,20 @@ func Routes() []Route {
 	add(subtree("/v1/uploads", Darkroom)...)
 	add(subtree("/v1/media", Darkroom)...)
 	add(newRoute("GET /v1/media/{id}", Darkroom, true), newRoute("GET /v1/media/{id}/{preset}", Darkroom, true))
+	// muse (muse.md section 5): the OpenAI-compatible routes, each
+	// needing a caller (a token with OpenAI-Organization, or a plat_ key),
+	// and the account's vault, aliases, budget and usage. Streams pass
+	// unbuffered.
+	add(newRoute("POST /v1/chat/completions", Muse, false), newRoute("GET /v1/models", Muse, false))
+	for _, p := range []string{
+		"/v1/accounts/{id}/provider_credentials",
+		"/v1/accounts/{id}/models",
+		"/v1/accounts/{id}/budget",
+		"/v1/accounts/{id}/usage/models",
+		"/v1/operator/provider_credentials",
+	} {
+		add(subtree(p, Muse)...)
+	}
 
 	// parlor: every other path; it decides which pages need a session.
 	add(newRoute("/", Parlor, true))

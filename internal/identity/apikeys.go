@@ -39,11 +39,14 @@ const (
 	// installations, report their heartbeats and renew their licence
 	// files at box: what the customer's installed software holds.
 	ScopeInstallationsWrite = "installations:write"
+	// ScopeModelsInvoke lets a key call models through muse's
+	// OpenAI-compatible routes (muse.md section 1).
+	ScopeModelsInvoke = "models:invoke"
 )
 
 // Scopes lists every scope an API key may carry.
 func Scopes() []string {
-	return []string{ScopeAccountRead, ScopeEntitlementsRead, ScopeArtifactsFetch, ScopeReleasesRead, ScopeReleasesApprove, ScopeProjectsWrite, ScopeInstallationsWrite}
+	return []string{ScopeAccountRead, ScopeEntitlementsRead, ScopeArtifactsFetch, ScopeReleasesRead, ScopeReleasesApprove, ScopeProjectsWrite, ScopeInstallationsWrite, ScopeModelsInvoke}
 }
 
 // MinRoleAPIKeys is who manages an account's API keys.

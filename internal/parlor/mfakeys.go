@@ -274,6 +274,7 @@ var apiKeyScopes = []scopeChoice{
 	{Name: "releases:approve", Description: "Approve a release on this account's behalf."},
 	{Name: "projects:write", Description: "Publish and change this account's projects in the public registry."},
 	{Name: "installations:write", Description: "Activate installations of the products it holds and renew their licence files (what installed software needs)."},
+	{Name: "models:invoke", Description: "Call models through the platform's OpenAI-compatible endpoint (metered)."},
 }
 
 // scopesTicked is the scope list with the ticked ones marked.

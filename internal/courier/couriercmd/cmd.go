@@ -22,6 +22,7 @@ import (
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/events/consumer"
 	"github.com/platformco/platform/internal/outbox"
+	"github.com/platformco/platform/internal/seal"
 	"github.com/platformco/platform/internal/service"
 	"github.com/platformco/platform/internal/sqldb"
 )
@@ -63,7 +64,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		deps     httpapi.Deps
 		obs      observed
 		mailer   courier.Mailer
-		sealer   *courier.Sealer
+		sealer   *seal.Sealer
 		renderer *courier.Renderer
 		identity *identityclient.Client
 	)
@@ -82,7 +83,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 				app.OnStop(stop)
 			}
 			var err error
-			if sealer, err = courier.NewSealer(cfg.SecretBoxKey); err != nil {
+			if sealer, err = seal.New(cfg.SecretBoxKey); err != nil {
 				return nil, fmt.Errorf("COURIER_SECRET_BOX_KEY: %w", err)
 			}
 			if renderer, err = courier.NewRenderer(); err != nil {
@@ -133,7 +134,7 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 // loops (App.Go): the send loop, the idempotency purge, identity's key
 // refresh, webhook deliveries and, with EVENTS_URL, the outbox publisher
 // and the stream consumer.
-func openLoops(ctx context.Context, app *service.App, cfg Config, deps *httpapi.Deps, sealer *courier.Sealer, renderer *courier.Renderer,
+func openLoops(ctx context.Context, app *service.App, cfg Config, deps *httpapi.Deps, sealer *seal.Sealer, renderer *courier.Renderer,
 	mailer courier.Mailer, identity *identityclient.Client, obs observed, logger *slog.Logger) error {
 	db := app.DB
 	if pending, err := consumer.Pending(ctx, db); err != nil {

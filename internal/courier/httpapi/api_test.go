@@ -24,6 +24,7 @@ import (
 	identityhttp "github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/identitytest"
 	"github.com/platformco/platform/internal/openapi/openapitest"
+	"github.com/platformco/platform/internal/seal"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 	"github.com/platformco/platform/internal/testutil"
@@ -53,10 +54,10 @@ func newEnvWith(t *testing.T, engine sqldb.Engine, dbTimeout time.Duration, read
 
 // newEnvPush is newEnvWith with push on when push is set: it is given the
 // store and the sealer and returns the Deps' Push.
-func newEnvPush(t *testing.T, engine sqldb.Engine, dbTimeout time.Duration, ready bool, push func(*sqlstore.Store, *courier.Sealer) *courier.Push) *env {
+func newEnvPush(t *testing.T, engine sqldb.Engine, dbTimeout time.Duration, ready bool, push func(*sqlstore.Store, *seal.Sealer) *courier.Push) *env {
 	t.Helper()
 	db := sqltest.Open(t, engine, sqlstore.Migrations)
-	sealer, err := courier.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	sealer, err := seal.New([]byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}

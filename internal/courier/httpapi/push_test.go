@@ -12,6 +12,7 @@ import (
 	"github.com/platformco/platform/internal/courier/httpapi"
 	"github.com/platformco/platform/internal/courier/sqlstore"
 	"github.com/platformco/platform/internal/openapi/openapitest"
+	"github.com/platformco/platform/internal/seal"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
@@ -20,7 +21,7 @@ import (
 // use real pairs.
 const testVAPIDKey = "BOr4ETyJ9rErzlCiZl0cpzW_OC1K8jcK5xC3p7I8YHpE7aR3f1pQw4RsSGkqaOc2aLkDk0n6o2b1uHgQZfqR6Bo"
 
-func withPush(store *sqlstore.Store, sealer *courier.Sealer) *courier.Push {
+func withPush(store *sqlstore.Store, sealer *seal.Sealer) *courier.Push {
 	return courier.NewPush(store, sealer, false, nil)
 }
 

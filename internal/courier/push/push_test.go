@@ -33,6 +33,7 @@ import (
 	"github.com/platformco/platform/internal/courier/push"
 	"github.com/platformco/platform/internal/courier/sqlstore"
 	"github.com/platformco/platform/internal/courier/webhooks"
+	"github.com/platformco/platform/internal/seal"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 	"github.com/platformco/platform/internal/testutil"
@@ -261,7 +262,7 @@ type env struct {
 func newEnv(t *testing.T, engine sqldb.Engine, schedule []time.Duration) *env {
 	t.Helper()
 	db := sqltest.Open(t, engine, sqlstore.Migrations)
-	sealer, err := courier.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	sealer, err := seal.New([]byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/events/consumer"
 	"github.com/platformco/platform/internal/events/eventstest"
+	"github.com/platformco/platform/internal/seal"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 )
@@ -54,7 +55,7 @@ func newBenchRig(b *testing.B, engine sqldb.Engine) *benchRig {
 	}))
 	b.Cleanup(srv.Close)
 	r.url = srv.URL + "/hook"
-	sealer, _ := courier.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	sealer, _ := seal.New([]byte("0123456789abcdef0123456789abcdef"))
 	r.hooks = courier.NewWebhooks(r.store, sealer, true)
 	for range benchAccounts {
 		id, account := uuid.NewString(), uuid.NewString()

@@ -17,6 +17,7 @@ import (
 	"github.com/platformco/platform/internal/courier/webhooks"
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/events/eventstest"
+	"github.com/platformco/platform/internal/seal"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 	"github.com/platformco/platform/internal/testutil"
@@ -99,7 +100,7 @@ func TestDeliveriesKeepTheStreamOrderPerSubject(t *testing.T) {
 		e := newEnv(t, engine, true)
 		ctx := context.Background()
 		r := newOrderReceiver(t)
-		sealer, _ := courier.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+		sealer, _ := seal.New([]byte("0123456789abcdef0123456789abcdef"))
 		types := []string{"identity.member.joined", "identity.member.removed", "identity.member.role_changed", "identity.account.updated"}
 		const subjects, total = 10, 1000
 		var accounts []string

@@ -39,6 +39,7 @@ import (
 	identityhttp "github.com/platformco/platform/internal/identity/httpapi"
 	"github.com/platformco/platform/internal/identity/identitytest"
 	"github.com/platformco/platform/internal/openapi/openapitest"
+	"github.com/platformco/platform/internal/seal"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 	"github.com/platformco/platform/internal/testutil"
@@ -94,7 +95,7 @@ func newEnv(t *testing.T, engine sqldb.Engine, development bool) *env {
 	team := idp.Team(t, owner, "Engines")
 	idp.Join(t, team, member, identity.RoleMember)
 
-	sealer, _ := courier.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	sealer, _ := seal.New([]byte("0123456789abcdef0123456789abcdef"))
 	store := sqlstore.New(db)
 	hooks := courier.NewWebhooks(store, sealer, development)
 	h := httpapi.NewServer(httpapi.Deps{Service: courier.NewService(store, sealer), Webhooks: hooks, Identity: client,

@@ -24,6 +24,8 @@ import (
 	"github.com/platformco/platform/internal/events"
 	"github.com/platformco/platform/internal/identity"
 	"github.com/platformco/platform/internal/identity/sqlstore"
+	"github.com/platformco/platform/internal/muse"
+	musesql "github.com/platformco/platform/internal/muse/sqlstore"
 	"github.com/platformco/platform/internal/observe"
 	"github.com/platformco/platform/internal/outbox"
 	"github.com/platformco/platform/internal/pantry"
@@ -49,6 +51,7 @@ func Manifests() []events.Manifest {
 		{Service: "courier", Types: courier.EventTypes()},
 		{Service: "pantry", Types: pantry.EventTypes()},
 		{Service: "billing", Types: billing.EventTypes()},
+		{Service: "muse", Types: muse.EventTypes()},
 	}
 }
 
@@ -60,6 +63,7 @@ func publishers() map[string]sqldb.Migrations {
 		"courier":  couriersql.Migrations,
 		"pantry":   pantrysql.Migrations,
 		"billing":  billingsql.Migrations,
+		"muse":     musesql.Migrations,
 	}
 }
 

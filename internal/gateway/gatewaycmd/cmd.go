@@ -47,6 +47,7 @@ type Config struct {
 	CourierURL   string `env:"COURIER_URL" rule:"url"`
 	KeyholderURL string `env:"KEYHOLDER_URL" rule:"url"`
 	PantryURL    string `env:"PANTRY_URL" rule:"url"`
+	MuseURL      string `env:"MUSE_URL" rule:"url"`
 	ParlorURL    string `env:"PARLOR_URL" rule:"url"`
 	BillingURL   string `env:"BILLING_URL" rule:"url"`
 	DarkroomURL  string `env:"DARKROOM_URL" rule:"url"`
@@ -78,7 +79,7 @@ type Config struct {
 // Validate implements config.Validator: the rules that span fields, and
 // the values derived from the ones read.
 func (c *Config) Validate() error {
-	for _, u := range []*string{&c.IdentityURL, &c.IdentityIssuer, &c.BoxURL, &c.CourierURL, &c.KeyholderURL, &c.PantryURL, &c.ParlorURL, &c.BillingURL, &c.DarkroomURL} {
+	for _, u := range []*string{&c.IdentityURL, &c.IdentityIssuer, &c.BoxURL, &c.CourierURL, &c.KeyholderURL, &c.PantryURL, &c.ParlorURL, &c.BillingURL, &c.DarkroomURL, &c.MuseURL} {
 		*u = strings.TrimRight(*u, "/")
 	}
 	if c.JWKSTTLMillis > 0 {
@@ -96,7 +97,7 @@ func (c *Config) Validate() error {
 	if c.IdentityIssuer == "" {
 		return errors.New("IDENTITY_ISSUER: is required (or IDENTITY_URL, its default): tokens are verified against the issuer's key set")
 	}
-	if c.IdentityURL == "" && c.BoxURL == "" && c.CourierURL == "" && c.KeyholderURL == "" && c.PantryURL == "" && c.ParlorURL == "" && c.BillingURL == "" && c.DarkroomURL == "" {
+	if c.IdentityURL == "" && c.BoxURL == "" && c.CourierURL == "" && c.KeyholderURL == "" && c.PantryURL == "" && c.ParlorURL == "" && c.BillingURL == "" && c.DarkroomURL == "" && c.MuseURL == "" {
 		return errors.New("IDENTITY_URL: is required unless another upstream (BOX_URL, COURIER_URL, KEYHOLDER_URL, PARLOR_URL) is set: a gateway with no upstream serves nothing")
 	}
 	if c.RedisURL != "" {
@@ -222,6 +223,7 @@ func start(ctx context.Context, cfg Config, app *service.App) (http.Handler, err
 		{gateway.Courier, "COURIER_URL", cfg.CourierURL, &opts.CourierURL},
 		{gateway.Keyholder, "KEYHOLDER_URL", cfg.KeyholderURL, &opts.KeyholderURL},
 		{gateway.Pantry, "PANTRY_URL", cfg.PantryURL, &opts.PantryURL},
+		{gateway.Muse, "MUSE_URL", cfg.MuseURL, &opts.MuseURL},
 		{gateway.Parlor, "PARLOR_URL", cfg.ParlorURL, &opts.ParlorURL},
 		{gateway.Billing, "BILLING_URL", cfg.BillingURL, &opts.BillingURL},
 		{gateway.Darkroom, "DARKROOM_URL", cfg.DarkroomURL, &opts.DarkroomURL},
@@ -252,7 +254,7 @@ func start(ctx context.Context, cfg Config, app *service.App) (http.Handler, err
 	opts.Limiter = countRejections(opts.Limiter, metrics)
 	g := gateway.New(opts)
 	logger.Info("gateway configured", "identity_url", cfg.IdentityURL, "box_url", cfg.BoxURL,
-		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "pantry_url", cfg.PantryURL, "parlor_url", cfg.ParlorURL, "billing_url", cfg.BillingURL, "darkroom_url", cfg.DarkroomURL,
+		"courier_url", cfg.CourierURL, "keyholder_url", cfg.KeyholderURL, "pantry_url", cfg.PantryURL, "parlor_url", cfg.ParlorURL, "billing_url", cfg.BillingURL, "darkroom_url", cfg.DarkroomURL, "muse_url", cfg.MuseURL,
 		"issuer", cfg.IdentityIssuer, "jwks_ttl_ms", cfg.JWKSTTL.Milliseconds(), "redis", cfg.RedisURL != "",
 		"auth_routes", authRoutesWords(g.BrowserSessions()), "trusted_proxies", cfg.Trusted, "rate_limit_per_minute", cfg.RateLimit)
 	return g, nil

@@ -1,4 +1,8 @@
-package courier
+// Package seal seals secrets at rest with a service's own 32-byte key
+// (AES-256-GCM): courier's COURIER_SECRET_BOX_KEY, muse's MUSE_VAULT_KEY.
+// The row's id is the additional data, so a sealed value copied to another
+// row does not open there. It is part of the shared floor.
+package seal
 
 import (
 	"crypto/aes"
@@ -7,17 +11,15 @@ import (
 	"errors"
 )
 
-// Sealer seals secrets at rest with COURIER_SECRET_BOX_KEY (AES-256-GCM).
-// The row's id is the additional data, so a sealed value copied to another
-// row does not open there.
+// Sealer seals and opens values bound to a row id.
 type Sealer struct {
 	aead cipher.AEAD
 }
 
-// NewSealer returns a sealer over a 32-byte key.
-func NewSealer(key []byte) (*Sealer, error) {
+// New returns a sealer over a 32-byte key.
+func New(key []byte) (*Sealer, error) {
 	if len(key) != 32 {
-		return nil, errors.New("courier: the secret box key must be 32 bytes")
+		return nil, errors.New("seal: the key must be 32 bytes")
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
@@ -41,7 +43,7 @@ func (s *Sealer) Seal(id string, plain []byte) []byte {
 func (s *Sealer) Open(id string, sealed []byte) ([]byte, error) {
 	n := s.aead.NonceSize()
 	if len(sealed) < n {
-		return nil, errors.New("courier: sealed value too short")
+		return nil, errors.New("seal: sealed value too short")
 	}
 	return s.aead.Open(nil, sealed[:n], sealed[n:], []byte(id))
 }
