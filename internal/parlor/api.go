@@ -106,14 +106,25 @@ func (c *Client) do(ctx context.Context, token, method, path string, body, out a
 	return c.doConflict(ctx, token, method, path, body, out, nil)
 }
 
+// rawBody is a request body sent as it is (a file), not as JSON.
+type rawBody struct {
+	contentType string
+	data        []byte
+}
+
 func (c *Client) doConflict(ctx context.Context, token, method, path string, body, out, conflict any) error {
 	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
+	contentType := "application/json"
+	switch b := body.(type) {
+	case nil:
+	case rawBody:
+		rd, contentType = bytes.NewReader(b.data), b.contentType
+	default:
+		data, err := json.Marshal(body)
 		if err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
+		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
@@ -121,7 +132,7 @@ func (c *Client) doConflict(ctx context.Context, token, method, path string, bod
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)

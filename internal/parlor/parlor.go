@@ -13,6 +13,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -442,17 +443,26 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 // fields, so anything larger is refused before it is read.
 const maxFormBytes = 64 << 10
 
-// readForm caps request bodies at maxFormBytes and parses a posted form
-// once, so an oversized or malformed one is refused in words here rather
-// than read as empty fields by the page.
+// maxUploadFormBytes bounds a form that carries a file (a project's
+// logo): the file itself is bounded lower by the page that reads it.
+const maxUploadFormBytes = 2 << 20
+
+// readForm caps request bodies at maxFormBytes (maxUploadFormBytes for a
+// multipart form, which only a file upload sends) and parses a posted
+// form once, so an oversized or malformed one is refused in words here
+// rather than read as empty fields by the page.
 func (s *server) readForm(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-		if err := r.ParseForm(); err != nil {
+		limit, parse := int64(maxFormBytes), r.ParseForm
+		if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
+			limit, parse = maxUploadFormBytes, func() error { return r.ParseMultipartForm(maxUploadFormBytes) }
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		if err := parse(); err != nil {
 			status := http.StatusBadRequest
 			msg := "This form could not be read. Open the page again and send it from there."
 			var tooBig *http.MaxBytesError

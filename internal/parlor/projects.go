@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"html/template"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -61,6 +62,22 @@ type ProjectInput struct {
 	Tags          []string `json:"tags"`
 	Uses          []string `json:"uses"`
 	Visibility    string   `json:"visibility"`
+	// LogoMediaID is set only when a new logo was uploaded; absent, an
+	// edit keeps the project's logo.
+	LogoMediaID string `json:"logo_media_id,omitempty"`
+}
+
+// UploadPublicMedia stores a file at darkroom as public media (a logo)
+// and returns its id.
+func (c *Client) UploadPublicMedia(ctx context.Context, token, filename, contentType string, data []byte) (string, error) {
+	var out struct {
+		Media struct {
+			ID string `json:"id"`
+		} `json:"media"`
+	}
+	q := url.Values{"visibility": {"public"}, "filename": {filename}}
+	err := c.do(ctx, token, "POST", "/v1/media?"+q.Encode(), rawBody{contentType: contentType, data: data}, &out)
+	return out.Media.ID, err
 }
 
 // Projects reads a page of the public directory; query carries q, tag,
@@ -363,9 +380,81 @@ func projectInput(r *http.Request) (ProjectInput, map[string]string) {
 	return in, form
 }
 
+// maxLogoBytes bounds a project's logo; logoTypes are the images taken.
+const maxLogoBytes = 1 << 20
+
+var logoTypes = []string{"image/png", "image/jpeg", "image/webp", "image/gif"}
+
+// logoOf stores the form's logo file, when one was chosen, at darkroom as
+// public media and returns its id. A file the platform does not take is
+// a refusal in words for the logo field; err is the platform failing.
+func (s *server) logoOf(r *http.Request, sess *session) (id, refusal string, err error) {
+	if r.MultipartForm == nil || len(r.MultipartForm.File["logo"]) == 0 || r.MultipartForm.File["logo"][0].Size == 0 {
+		return "", "", nil
+	}
+	fh := r.MultipartForm.File["logo"][0]
+	if fh.Size > maxLogoBytes {
+		return "", "The logo must be at most 1 MiB.", nil
+	}
+	f, err := fh.Open()
+	if err != nil {
+		return "", "", err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxLogoBytes+1))
+	if err != nil {
+		return "", "", err
+	}
+	contentType := http.DetectContentType(data)
+	if !slices.Contains(logoTypes, contentType) {
+		return "", "The logo must be a PNG, JPEG, WebP or GIF image.", nil
+	}
+	name := strings.Map(func(c rune) rune {
+		if c < ' ' || c == '/' || c == '\\' || c == 0x7f {
+			return -1
+		}
+		return c
+	}, fh.Filename)
+	if name == "" {
+		name = "logo"
+	}
+	id, err = s.api.UploadPublicMedia(r.Context(), sess.Token, name, contentType, data)
+	switch {
+	case err == nil:
+		return id, "", nil
+	case StatusOf(err) == http.StatusNotFound:
+		return "", "Logos cannot be uploaded on this platform right now.", nil
+	case StatusOf(err) == http.StatusRequestEntityTooLarge:
+		return "", "The logo is too large, or your uploads have used up their space.", nil
+	case StatusOf(err) == http.StatusUnsupportedMediaType || StatusOf(err) == http.StatusUnprocessableEntity:
+		return "", "This file cannot be used as a logo: " + strings.TrimSuffix(sentence(err), "."), nil
+	}
+	return "", "", err
+}
+
+// withLogo puts the form's new logo, if any, into in; false when the
+// page was answered (a refusal, or the platform failing).
+func (s *server) withLogo(w http.ResponseWriter, r *http.Request, sess *session, in *ProjectInput, form map[string]string, editing string) bool {
+	logo, refusal, err := s.logoOf(r, sess)
+	switch {
+	case err != nil:
+		s.fail(w, r, &sess.Me, err)
+		return false
+	case refusal != "":
+		p := &page{Form: form, Errors: map[string]string{"logo": refusal}, Error: "Please correct the fields marked below."}
+		s.renderAccountProjects(w, r, sess, p, http.StatusUnprocessableEntity, editing)
+		return false
+	}
+	in.LogoMediaID = logo
+	return true
+}
+
 func (s *server) publishProject(w http.ResponseWriter, r *http.Request, sess *session) {
 	id := r.PathValue("id")
 	in, form := projectInput(r)
+	if !s.withLogo(w, r, sess, &in, form, "") {
+		return
+	}
 	pr, err := s.api.PublishProject(r.Context(), sess.Token, id, in)
 	if err != nil {
 		s.projectRefused(w, r, sess, err, form, "")
@@ -379,6 +468,9 @@ func (s *server) editProject(w http.ResponseWriter, r *http.Request, sess *sessi
 	in, form := projectInput(r)
 	if err := s.checkProjectAccount(r.Context(), sess, id, slug); err != nil {
 		s.fail(w, r, &sess.Me, err)
+		return
+	}
+	if !s.withLogo(w, r, sess, &in, form, slug) {
 		return
 	}
 	if _, err := s.api.UpdateProject(r.Context(), sess.Token, slug, in); err != nil {

@@ -1,8 +1,14 @@
 package parlor_test
 
 import (
+	"bytes"
+	"image"
+	"image/color"
+	pngenc "image/png"
+	"mime/multipart"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -125,4 +131,89 @@ func TestProjectsPublishedBrowsedAndStarred(t *testing.T) {
 	}
 	owner.get(a.location()).expect(t, http.StatusOK, "The project was deleted")
 	visitor.get("/projects/kettle-pro").expect(t, http.StatusNotFound)
+}
+
+// postMultipart sends a same-origin multipart form with one file field.
+func (v *visitor) postMultipart(path string, form url.Values, field, filename string, file []byte) answer {
+	v.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for k, vs := range form {
+		for _, val := range vs {
+			_ = mw.WriteField(k, val)
+		}
+	}
+	if field != "" {
+		fw, err := mw.CreateFormFile(field, filename)
+		if err != nil {
+			v.t.Fatal(err)
+		}
+		_, _ = fw.Write(file)
+	}
+	_ = mw.Close()
+	req, err := http.NewRequest("POST", v.base+path, &body)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Origin", v.base)
+	return v.send(req)
+}
+
+// TestProjectLogoThroughDarkroom: a logo chosen on the account's Projects
+// tab is stored at darkroom as public media, accepted by pantry, shown on
+// the project's page and served through the gateway; a file that is no
+// image is refused on the logo field with the form kept; an edit without
+// a new file keeps the logo.
+func TestProjectLogoThroughDarkroom(t *testing.T) {
+	st := startStackWith(t, true)
+	owner := newVisitor(t, st.GatewayURL)
+	owner.signUp(uniqueEmail("logo"))
+	acct := accountIDFrom(t, owner.post("/app/accounts", url.Values{"name": {"Logos " + uniqueEmail("l")[2:10]}}).location())
+	tab := "/app/accounts/" + acct + "/projects"
+
+	img := image.NewNRGBA(image.Rect(0, 0, 64, 48))
+	for x := range 64 {
+		for y := range 48 {
+			img.Set(x, y, color.NRGBA{R: uint8(x * 4), G: uint8(y * 5), B: 200, A: 255})
+		}
+	}
+	var png bytes.Buffer
+	if err := pngenc.Encode(&png, img); err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"name": {"Lighthouse"}, "summary": {"Guides ships"}, "visibility": {"public"}}
+
+	refused := owner.postMultipart(tab, form, "logo", "notes.txt", []byte("just some words, not an image at all")).
+		expect(t, http.StatusUnprocessableEntity, "The logo must be a PNG, JPEG, WebP or GIF image.")
+	if !strings.Contains(refused.Body, `value="Guides ships"`) {
+		t.Errorf("the refused form lost what was typed")
+	}
+	a := owner.postMultipart(tab, form, "logo", "lighthouse.png", png.Bytes())
+	if a.Status != http.StatusSeeOther {
+		t.Fatalf("publish with a logo: %d\n%s", a.Status, visibleText(a.Body))
+	}
+	page := owner.get("/projects/lighthouse").expect(t, http.StatusOK, "Lighthouse")
+	m := regexp.MustCompile(`<img src="(/v1/media/[^"/]+)/thumb"`).FindStringSubmatch(page.Body)
+	if m == nil {
+		t.Fatalf("the project's page shows no logo:\n%s", page.Body)
+	}
+	resp, err := http.Get(st.GatewayURL + m[1] + "/thumb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "image/") {
+		t.Errorf("the logo's thumb through the gateway: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+
+	// An edit without a new file keeps the logo.
+	form.Set("summary", "Guides ships home")
+	if a := owner.postMultipart(tab+"/lighthouse", form, "", "", nil); a.Status != http.StatusSeeOther {
+		t.Fatalf("edit: %d\n%s", a.Status, visibleText(a.Body))
+	}
+	if page := owner.get("/projects/lighthouse").expect(t, http.StatusOK, "Guides ships home"); !strings.Contains(page.Body, m[1]+"/thumb") {
+		t.Errorf("the edit dropped the logo")
+	}
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/platformco/platform/internal/config"
 	"github.com/platformco/platform/internal/courier/couriercmd"
 	"github.com/platformco/platform/internal/courier/push"
+	"github.com/platformco/platform/internal/darkroom/darkroomcmd"
+	"github.com/platformco/platform/internal/darkroom/devs3"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/pantry/pantrycmd"
@@ -60,6 +62,13 @@ func envOf(m map[string]string) func(string) string { return func(k string) stri
 
 // startStack starts the platform and waits until the gateway is ready.
 func startStack(t testing.TB) *stack {
+	t.Helper()
+	return startStackWith(t, false)
+}
+
+// startStackWith is startStack, with darkroom over the development S3
+// server (routed by the gateway, asked by pantry) when media is true.
+func startStackWith(t testing.TB, media bool) *stack {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,17 +126,23 @@ func startStack(t testing.TB) *stack {
 		"BOX_MASTER_KEY": base64.StdEncoding.EncodeToString(key)}), &boxCfg); err != nil {
 		t.Fatal(err)
 	}
-	var pantryCfg pantrycmd.Config
-	if err := pantrycmd.Command.Load(ctx, envOf(map[string]string{"DATABASE_URL": pantryDB,
-		"IDENTITY_ISSUER": idURL, "PANTRY_IDENTITY_URL": idURL}), &pantryCfg); err != nil {
-		t.Fatal(err)
-	}
-	var gwCfg gatewaycmd.Config
-	if err := config.Load(ctx, envOf(map[string]string{
+	pantryEnv := map[string]string{"DATABASE_URL": pantryDB, "IDENTITY_ISSUER": idURL, "PANTRY_IDENTITY_URL": idURL}
+	gwEnv := map[string]string{
 		"IDENTITY_URL": idURL, "IDENTITY_ISSUER": idURL, "BOX_URL": boxURL, "PARLOR_URL": parlorURL, "COURIER_URL": courierURL, "PANTRY_URL": pantryURL,
 		// Every test request reaches the gateway from parlor's one address.
 		"GATEWAY_RATE_LIMIT": "100000",
-	}), &gwCfg); err != nil {
+	}
+	var serveDarkroom func() error
+	if media {
+		darkroomURL, serve := startDarkroom(t, ctx, dir, idURL)
+		pantryEnv["PANTRY_DARKROOM_URL"], gwEnv["DARKROOM_URL"], serveDarkroom = darkroomURL, darkroomURL, serve
+	}
+	var pantryCfg pantrycmd.Config
+	if err := pantrycmd.Command.Load(ctx, envOf(pantryEnv), &pantryCfg); err != nil {
+		t.Fatal(err)
+	}
+	var gwCfg gatewaycmd.Config
+	if err := config.Load(ctx, envOf(gwEnv), &gwCfg); err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -139,13 +154,17 @@ func startStack(t testing.TB) *stack {
 	go func() { _ = parlorSrv.Serve(parlorLn) }()
 	t.Cleanup(func() { _ = parlorSrv.Close() })
 	var wg sync.WaitGroup
-	for _, serve := range []func() error{
+	serves := []func() error{
 		func() error { return identitycmd.Serve(ctx, idCfg, logger, idLn) },
 		func() error { return boxcmd.Serve(ctx, boxCfg, logger, boxLn) },
 		func() error { return gatewaycmd.Serve(ctx, gwCfg, logger, gwLn) },
 		func() error { return couriercmd.Serve(ctx, courierCfg, logger, courierLn) },
 		func() error { return pantrycmd.Serve(ctx, pantryCfg, logger, pantryLn) },
-	} {
+	}
+	if serveDarkroom != nil {
+		serves = append(serves, serveDarkroom)
+	}
+	for _, serve := range serves {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -401,4 +420,33 @@ func linkTokenOf(t testing.TB, link string) string {
 		t.Fatalf("link %q has no token", link)
 	}
 	return u.Query().Get("token")
+}
+
+// startDarkroom migrates darkroom on SQLite under dir and returns its URL
+// and its serve function, over the development S3 server on loopback.
+func startDarkroom(t testing.TB, ctx context.Context, dir, issuer string) (string, func() error) {
+	t.Helper()
+	s3, err := devs3.New(devs3.Development, filepath.Join(dir, "s3"), "media")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3Srv := httptest.NewServer(s3)
+	t.Cleanup(s3Srv.Close)
+	db := "sqlite:" + filepath.Join(dir, "darkroom.db")
+	if _, err := darkroomcmd.Command.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	var cfg darkroomcmd.Config
+	if err := darkroomcmd.Command.Load(ctx, envOf(map[string]string{
+		"DATABASE_URL": db, "IDENTITY_ISSUER": issuer, "DARKROOM_ENV": darkroomcmd.Development,
+		"DARKROOM_S3_ENDPOINT": s3Srv.URL, "DARKROOM_S3_BUCKET": "media",
+		"DARKROOM_S3_ACCESS_KEY_ID": "dev", "DARKROOM_S3_SECRET_ACCESS_KEY": "development-only",
+		"DARKROOM_URL_KEY": base64.StdEncoding.EncodeToString(key),
+	}), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	ln, url := listen(t)
+	return url, func() error { return darkroomcmd.Serve(ctx, cfg, slog.New(slog.DiscardHandler), ln) }
 }
