@@ -70,7 +70,7 @@ func TestReadmeWalk(t *testing.T) {
 		t.Errorf("the pull through the gateway got the manifest %q, want the published %s\n%s", last, unit, out)
 	}
 	for _, want := range []string{`"secret":"whsec_`, "published release platform 1.2.3", "api key fetch: platform", "found: widget-cli",
-		`{"product":"platform","version_range":`, "valid: platform", "card variant: image/webp"} {
+		`{"product":"platform","version_range":`, "valid: platform", "card variant: image/webp", "Hello, muse"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the walk's output lacks %q:\n%s", want, out)
 		}
