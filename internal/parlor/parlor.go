@@ -97,12 +97,7 @@ func newServer(d Deps) (*server, error) {
 			}
 			return ""
 		},
-		"deref": func(s *string) string {
-			if s == nil {
-				return ""
-			}
-			return *s
-		},
+		"deref": deref,
 		// or2 is "either is set" for a pointer and a flag.
 		"or2": func(a any, b bool) bool {
 			if b {

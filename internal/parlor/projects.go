@@ -346,6 +346,8 @@ func projectForm(p Project) map[string]string {
 	return f
 }
 
+// deref is a nullable string's value, "" for null (also the pages'
+// template function).
 func deref(s *string) string {
 	if s == nil {
 		return ""
