@@ -342,7 +342,7 @@ func TestBrowserJourney(t *testing.T) {
 		submit(`form[action="/app/accounts/`+team+`/projects"]`))
 	owner.do("projects-directory", []string{"Rocket CLI", "Launch rockets from the shell", "rockets (1)"},
 		chromedp.Navigate(base+"/projects"))
-	owner.do("projects-search", []string{"Rocket CLI"},
+	owner.do("projects-search", []string{"Projects matching rockets", "Rocket CLI"},
 		chromedp.SendKeys(chromedp.CSS(`#q`), "rockets"), submit(`form[role="search"]`))
 	owner.do("project-page", []string{"Counts down, then launches.", "Built with", "Star Rocket CLI"},
 		chromedp.Click(chromedp.CSS(`ul.projects h2 a`)))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,14 +79,33 @@ func (b *browser) do(step string, wants []string, actions ...chromedp.Action[chr
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		b.t.Fatalf("%s, %s: %v\n%s", b.name, step, err, b.mainText())
 	}
-	for _, want := range wants {
-		if !b.waitText(ctx, want) {
-			b.shot(step + "-failed")
-			b.t.Fatalf("%s, %s: the page does not show %q:\n%s", b.name, step, want, b.mainText())
+	// The wanted text may already be on the page an action is about to
+	// replace; a navigation that lands while axe-core runs is waited out
+	// and the page checked again.
+	for attempt := 1; ; attempt++ {
+		for _, want := range wants {
+			if !b.waitText(ctx, want) {
+				b.shot(step + "-failed")
+				b.t.Fatalf("%s, %s: the page does not show %q:\n%s", b.name, step, want, b.mainText())
+			}
+		}
+		err := b.checkAccessibility(ctx, step)
+		if err == nil {
+			break
+		}
+		if attempt == 3 || !navigatedAway(err) {
+			b.t.Fatalf("%s, %s: %v", b.name, step, err)
 		}
 	}
-	b.checkAccessibility(ctx, step)
 	b.shot(step)
+}
+
+// navigatedAway reports whether err is DevTools saying the page it
+// evaluated in was replaced.
+func navigatedAway(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "navigated or closed") || strings.Contains(msg, "context was destroyed") ||
+		strings.Contains(msg, "Cannot find context")
 }
 
 // axeViolation is what the test reports of one axe-core finding.
@@ -99,10 +119,11 @@ type axeViolation struct {
 // checkAccessibility runs axe-core on the page: no serious or critical
 // violation may be found. The script is evaluated through DevTools, which
 // the page's Content-Security-Policy does not govern.
-func (b *browser) checkAccessibility(ctx context.Context, step string) {
+// A failure to run axe-core at all is returned.
+func (b *browser) checkAccessibility(ctx context.Context, step string) error {
 	b.t.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](b.axe+";undefined")); err != nil {
-		b.t.Fatalf("%s, %s: load axe-core: %v", b.name, step, err)
+		return fmt.Errorf("load axe-core: %w", err)
 	}
 	const run = `axe.run(document).then(r => ({passes: r.passes.length, violations: r.violations
 		.filter(v => v.impact === "serious" || v.impact === "critical")
@@ -113,7 +134,7 @@ func (b *browser) checkAccessibility(ctx context.Context, step string) {
 	}
 	found, err := chromedp.Run(ctx, chromedp.Evaluate[result](run, chromedp.EvalAwaitPromise))
 	if err != nil {
-		b.t.Fatalf("%s, %s: run axe-core: %v", b.name, step, err)
+		return fmt.Errorf("run axe-core: %w", err)
 	}
 	if found.Passes == 0 {
 		b.t.Errorf("%s, %s: axe-core checked nothing on the page", b.name, step)
@@ -121,6 +142,7 @@ func (b *browser) checkAccessibility(ctx context.Context, step string) {
 	for _, v := range found.Violations {
 		b.t.Errorf("%s, %s (%s): accessibility %s violation %s: %s at %v", b.name, step, b.location(), v.Impact, v.ID, v.Help, v.Nodes)
 	}
+	return nil
 }
 
 // waitText polls the page until its main content shows want, for up to
