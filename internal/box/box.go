@@ -212,8 +212,24 @@ type AuditEvent struct {
 	Version     string
 }
 
-// TimelineLimit caps the audit timeline.
+// TimelineLimit is a page of the audit timeline.
 const TimelineLimit = 100
+
+// TimelineKey is where a page of the timeline ends: the items after it,
+// in the timeline's order (newest first, then by approval and release
+// id, both descending), are the next page.
+type TimelineKey struct {
+	OccurredAt time.Time
+	ApprovalID int64
+	ReleaseID  int64
+}
+
+// TimelinePage is one page of an account's timeline. NextCursor asks for
+// the older page; it is empty on the last.
+type TimelinePage struct {
+	Events     []AuditEvent
+	NextCursor string
+}
 
 // Store is box's persistence. Every method that changes state runs in one
 // transaction; the database enforces the invariants (one active
@@ -260,8 +276,10 @@ type Store interface {
 	// record, or returns the active kit row with a nil claim and nothing
 	// written.
 	Claim(ctx context.Context, accountID, userID string) (*Claim, Entitlement, error)
-	// Timeline returns the account's release and approval events.
-	Timeline(ctx context.Context, accountID string, limit int) ([]AuditEvent, error)
+	// Timeline returns the account's release and approval events, newest
+	// first, after the key (from the newest when after is nil), at most
+	// limit.
+	Timeline(ctx context.Context, accountID string, after *TimelineKey, limit int) ([]AuditEvent, error)
 
 	// Activate records an installation under the account's active
 	// entitlement for the product, after authorize accepts that

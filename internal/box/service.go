@@ -452,8 +452,25 @@ func (s *Service) Claim(ctx context.Context, m Member) (*Claim, Entitlement, err
 	return s.store.Claim(ctx, m.accountID, m.userID)
 }
 
-// Timeline returns the account's audit timeline: releases of the products
-// it holds and its approvals, newest first, at most TimelineLimit.
-func (s *Service) Timeline(ctx context.Context, m Member) ([]AuditEvent, error) {
-	return s.store.Timeline(ctx, m.accountID, TimelineLimit)
+// Timeline returns a page of the account's audit timeline: releases of
+// the products it holds and its approvals, newest first, TimelineLimit a
+// page; cursor ("" for the newest) is a page's NextCursor. Errors:
+// unprocessable (a cursor this service did not give).
+func (s *Service) Timeline(ctx context.Context, m Member, cursor string) (TimelinePage, error) {
+	var p problems
+	after := p.timelineCursor(cursor)
+	if err := p.err(); err != nil {
+		return TimelinePage{}, err
+	}
+	events, err := s.store.Timeline(ctx, m.accountID, after, TimelineLimit+1)
+	if err != nil {
+		return TimelinePage{}, err
+	}
+	page := TimelinePage{Events: events}
+	if len(events) > TimelineLimit {
+		page.Events = events[:TimelineLimit]
+		last := page.Events[TimelineLimit-1]
+		page.NextCursor = encodeTimelineCursor(TimelineKey{OccurredAt: last.OccurredAt, ApprovalID: last.ApprovalID, ReleaseID: last.ReleaseID})
+	}
+	return page, nil
 }

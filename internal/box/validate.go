@@ -3,8 +3,10 @@ package box
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/platformco/platform/internal/errs"
@@ -166,6 +168,37 @@ func (p *problems) cursor(s string) int64 {
 	}
 	p.add("cursor", "malformed", "is not a cursor this service issued")
 	return 0
+}
+
+// A timeline cursor is the key of the last item served: its time in
+// microseconds since the epoch and its two ids.
+func encodeTimelineCursor(k TimelineKey) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "tl:%d:%d:%d", k.OccurredAt.UnixMicro(), k.ApprovalID, k.ReleaseID))
+}
+
+func (p *problems) timelineCursor(s string) *TimelineKey {
+	if s == "" {
+		return nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		var micros, approval, release int64
+		parts := strings.Split(string(raw), ":")
+		if len(parts) == 4 && parts[0] == "tl" {
+			micros, err = strconv.ParseInt(parts[1], 10, 64)
+			if err == nil {
+				approval, err = strconv.ParseInt(parts[2], 10, 64)
+			}
+			if err == nil {
+				release, err = strconv.ParseInt(parts[3], 10, 64)
+			}
+			if err == nil && approval >= 0 && release > 0 {
+				return &TimelineKey{OccurredAt: time.UnixMicro(micros).UTC(), ApprovalID: approval, ReleaseID: release}
+			}
+		}
+	}
+	p.add("cursor", "malformed", "is not a cursor this service issued")
+	return nil
 }
 
 // parseID reads a positive decimal id from a path; anything else names no row.

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,8 +151,9 @@ type Store interface {
 	RevokeCredential(ctx context.Context, id string) error
 	// RecordPull appends p.
 	RecordPull(ctx context.Context, p Pull) error
-	// Pulls returns the account's latest pulls, newest first, at most limit.
-	Pulls(ctx context.Context, accountID string, limit int) ([]Pull, error)
+	// Pulls returns the account's pulls older than the pull before (every
+	// pull when before is 0), newest first, at most limit.
+	Pulls(ctx context.Context, accountID string, before int64, limit int) ([]Pull, error)
 	// Now is the store's clock.
 	Now() time.Time
 	// Ready reports whether the database answers.
@@ -353,16 +355,65 @@ func (s *Service) RecordPull(ctx context.Context, c Credential, tag, dgst string
 	})
 }
 
-// MaxPulls bounds one answer of Pulls.
+// MaxPulls bounds one page of Pulls.
 const MaxPulls = 100
 
-// Pulls lists the member's account's latest pulls. Errors:
-// CodeInsufficientScope for an API key without account:read.
-func (s *Service) Pulls(ctx context.Context, m Member) ([]Pull, error) {
+// PullPage is one page of an account's pulls, newest first. NextCursor
+// asks for the page of older pulls; it is empty on the last page.
+type PullPage struct {
+	Pulls      []Pull
+	NextCursor string
+}
+
+// Pulls lists the member's account's pulls, a page of the newest or,
+// with cursor, of those older than the page that gave it. Errors:
+// CodeInsufficientScope for an API key without account:read,
+// CodeUnprocessable for a cursor this service did not give.
+func (s *Service) Pulls(ctx context.Context, m Member, cursor string) (PullPage, error) {
 	if m.Role == "api_key" && !slices.Contains(m.Scopes, scopeAccountRead) {
-		return nil, errs.New(CodeInsufficientScope, "this API key's scopes do not permit reading pulls")
+		return PullPage{}, errs.New(CodeInsufficientScope, "this API key's scopes do not permit reading pulls")
 	}
-	return s.store.Pulls(ctx, m.AccountID, MaxPulls)
+	return s.pullPage(ctx, m.AccountID, cursor)
+}
+
+// pullPage reads one page, asking the store for one pull more than a
+// page to learn whether an older page exists.
+func (s *Service) pullPage(ctx context.Context, accountID, cursor string) (PullPage, error) {
+	before, err := decodePullCursor(cursor)
+	if err != nil {
+		return PullPage{}, err
+	}
+	pulls, err := s.store.Pulls(ctx, accountID, before, MaxPulls+1)
+	if err != nil {
+		return PullPage{}, err
+	}
+	page := PullPage{Pulls: pulls}
+	if len(pulls) > MaxPulls {
+		page.Pulls = pulls[:MaxPulls]
+		page.NextCursor = encodePullCursor(page.Pulls[MaxPulls-1].ID)
+	}
+	return page, nil
+}
+
+// Pull cursors are opaque to callers: the id of the last pull served.
+func encodePullCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("pull:" + strconv.FormatInt(id, 10)))
+}
+
+func decodePullCursor(cursor string) (int64, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err == nil {
+		if rest, ok := strings.CutPrefix(string(raw), "pull:"); ok {
+			if id, err := strconv.ParseInt(rest, 10, 64); err == nil && id > 0 {
+				return id, nil
+			}
+		}
+	}
+	return 0, &errs.Error{Code: CodeUnprocessable, Message: "cursor is not one this service gave",
+		Fields: []errs.FieldError{{Field: "cursor", Code: "invalid"}}}
 }
 
 // digest is what the store keeps of a password: SHA-256 suffices because

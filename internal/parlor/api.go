@@ -580,13 +580,29 @@ func (c *Client) Approve(ctx context.Context, token, id string, releaseID int64)
 		map[string]int64{"release_id": releaseID}, nil)
 }
 
-// Timeline reads an account's audit timeline.
+// Timeline reads the newest page of an account's audit timeline.
 func (c *Client) Timeline(ctx context.Context, token, id string) ([]AuditEvent, error) {
-	var out struct {
-		Events []AuditEvent `json:"events"`
+	events, _, err := c.TimelinePage(ctx, token, id, "")
+	return events, err
+}
+
+// TimelinePage reads a page of an account's audit timeline: the newest,
+// or with cursor the page after the one that gave it. next is the older
+// page's cursor, empty on the last.
+func (c *Client) TimelinePage(ctx context.Context, token, id, cursor string) (events []AuditEvent, next string, err error) {
+	path := "/v1/accounts/" + url.PathEscape(id) + "/audit-events"
+	if cursor != "" {
+		path += "?cursor=" + url.QueryEscape(cursor)
 	}
-	err := c.do(ctx, token, "GET", "/v1/accounts/"+url.PathEscape(id)+"/audit-events", nil, &out)
-	return out.Events, err
+	var out struct {
+		Events     []AuditEvent `json:"events"`
+		NextCursor *string      `json:"next_cursor"`
+	}
+	err = c.do(ctx, token, "GET", path, nil, &out)
+	if out.NextCursor != nil {
+		next = *out.NextCursor
+	}
+	return out.Events, next, err
 }
 
 // Fetch asks for a capability to download artifact within versionRange

@@ -182,11 +182,31 @@ func (c *Client) Exchange(ctx context.Context, capability string) (RegistryCrede
 	return out.Credential, err
 }
 
-// Pulls lists an account's pulls, newest first.
-func (c *Client) Pulls(ctx context.Context, token, id string) ([]Pull, error) {
-	var out struct {
-		Pulls []Pull `json:"pulls"`
+// PullPage is one page of an account's pulls, newest first; Next is the
+// cursor of the older page, empty on the last.
+type PullPage struct {
+	Pulls []Pull
+	Next  string
+}
+
+// Pulls reads a page of an account's pulls: the newest, or with cursor
+// the page after the one that gave it.
+func (c *Client) Pulls(ctx context.Context, token, id, cursor string) (PullPage, error) {
+	return c.pullPage(ctx, token, "/v1/accounts/"+url.PathEscape(id)+"/pulls", cursor)
+}
+
+func (c *Client) pullPage(ctx context.Context, token, path, cursor string) (PullPage, error) {
+	if cursor != "" {
+		path += "?cursor=" + url.QueryEscape(cursor)
 	}
-	err := c.do(ctx, token, "GET", "/v1/accounts/"+url.PathEscape(id)+"/pulls", nil, &out)
-	return out.Pulls, err
+	var out struct {
+		Pulls      []Pull  `json:"pulls"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	err := c.do(ctx, token, "GET", path, nil, &out)
+	page := PullPage{Pulls: out.Pulls}
+	if out.NextCursor != nil {
+		page.Next = *out.NextCursor
+	}
+	return page, err
 }

@@ -446,16 +446,28 @@ func (s *server) approve(w http.ResponseWriter, r *http.Request, sess *session) 
 	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"/releases?done=approved", http.StatusSeeOther)
 }
 
-// activityData is the audit timeline's content.
-type activityData struct{ Events []AuditEvent }
+// activityData is a page of the audit timeline: Older says it is not
+// the newest, Next is the cursor of the page after it.
+type activityData struct {
+	Events []AuditEvent
+	Older  bool
+	Next   string
+}
+
+// Paged says the page needs links to others.
+func (d activityData) Paged() bool { return d.Older || d.Next != "" }
 
 func (s *server) activity(w http.ResponseWriter, r *http.Request, sess *session) {
-	a, events, ok := withAccount(s, w, r, sess, s.api.Timeline)
+	cursor := r.URL.Query().Get("cursor")
+	a, d, ok := withAccount(s, w, r, sess, func(ctx context.Context, token, id string) (activityData, error) {
+		events, next, err := s.api.TimelinePage(ctx, token, id, cursor)
+		return activityData{Events: events, Older: cursor != "", Next: next}, err
+	})
 	if !ok {
 		return
 	}
 	s.render(w, r, http.StatusOK, "activity", &page{Title: "Activity · " + a.Name, User: &sess.Me, Account: a,
-		Tab: "activity", Data: activityData{Events: events}})
+		Tab: "activity", Data: d})
 }
 
 // downloadsData is the downloads page's content.

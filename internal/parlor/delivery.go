@@ -389,14 +389,25 @@ func (s *server) exchange(w http.ResponseWriter, r *http.Request, sess *session)
 		&credentialData{Credential: cred, Version: version, Commands: commandsFor(cred, version)})
 }
 
-// pullsData is the pulls page's content.
-type pullsData struct{ Pulls []Pull }
+// pullsData is a page of the pull record: Older says it is not the
+// newest, Next is the cursor of the page after it.
+type pullsData struct {
+	Pulls []Pull
+	Older bool
+	Next  string
+}
+
+// Paged says the page needs links to others.
+func (d pullsData) Paged() bool { return d.Older || d.Next != "" }
 
 func (s *server) pulls(w http.ResponseWriter, r *http.Request, sess *session) {
-	a, list, ok := withAccount(s, w, r, sess, s.api.Pulls)
+	cursor := r.URL.Query().Get("cursor")
+	a, pp, ok := withAccount(s, w, r, sess, func(ctx context.Context, token, id string) (PullPage, error) {
+		return s.api.Pulls(ctx, token, id, cursor)
+	})
 	if !ok {
 		return
 	}
 	s.render(w, r, http.StatusOK, "pulls", &page{Title: "Pulls · " + a.Name, User: &sess.Me, Account: a,
-		Tab: "pulls", Data: pullsData{Pulls: list}})
+		Tab: "pulls", Data: pullsData{Pulls: pp.Pulls, Older: cursor != "", Next: pp.Next}})
 }

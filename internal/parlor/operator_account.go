@@ -21,6 +21,10 @@ type accountPageData struct {
 	// route is 404 at the gateway): the page then shows no pulls section.
 	Registry bool
 	Pulls    []Pull
+	// OlderPulls says Pulls is not the newest page; NextPulls is the
+	// cursor of the page after it.
+	OlderPulls bool
+	NextPulls  string
 	// PullsError says, in words, why the pull record could not be read.
 	PullsError string
 	// Installations are the account's, newest first;
@@ -78,6 +82,9 @@ func (s *server) operatorAccountLookup(w http.ResponseWriter, r *http.Request, s
 	s.render(w, r, http.StatusOK, "operator_accounts", p)
 }
 
+// PullsPaged says the pull record needs links to its other pages.
+func (d accountPageData) PullsPaged() bool { return d.OlderPulls || d.NextPulls != "" }
+
 func (s *server) operatorAccount(w http.ResponseWriter, r *http.Request, sess *session) {
 	id := r.PathValue("id")
 	// Identity answers an unknown and a malformed id with the same 404, so
@@ -107,10 +114,14 @@ func (s *server) operatorAccount(w http.ResponseWriter, r *http.Request, sess *s
 	}
 	// The pull record is the registry's: without it the page still shows
 	// the account, so a failure here is a sentence, not an error page.
-	switch pulls, err := s.api.StaffPulls(r.Context(), sess.Token, acct.ID); {
+	pullsCursor := r.URL.Query().Get("pulls_cursor")
+	switch pp, err := s.api.StaffPulls(r.Context(), sess.Token, acct.ID, pullsCursor); {
 	case err == nil:
-		d.Registry, d.Pulls = true, pulls
+		d.Registry, d.Pulls, d.OlderPulls, d.NextPulls = true, pp.Pulls, pullsCursor != "", pp.Next
 	case StatusOf(err) == http.StatusNotFound:
+	case StatusOf(err) == http.StatusUnprocessableEntity:
+		d.Registry = true
+		d.PullsError = "That link to older pulls is not one this page gave; open the account again for the newest."
 	default:
 		d.Registry = true
 		s.log.WarnContext(r.Context(), "staff pulls", "account_id", acct.ID, "err", err.Error())

@@ -65,11 +65,8 @@ func (c *Client) StaffMembers(ctx context.Context, token, id, cursor string) (me
 	return out.Members, next, err
 }
 
-// StaffPulls reads any account's latest pulls, newest first (staff only).
-func (c *Client) StaffPulls(ctx context.Context, token, id string) ([]Pull, error) {
-	var out struct {
-		Pulls []Pull `json:"pulls"`
-	}
-	err := c.do(ctx, token, "GET", "/v1/operator/accounts/"+url.PathEscape(id)+"/pulls", nil, &out)
-	return out.Pulls, err
+// StaffPulls reads a page of any account's pulls, as Pulls does (staff
+// only).
+func (c *Client) StaffPulls(ctx context.Context, token, id, cursor string) (PullPage, error) {
+	return c.pullPage(ctx, token, "/v1/operator/accounts/"+url.PathEscape(id)+"/pulls", cursor)
 }

@@ -2,6 +2,7 @@ package parlor_test
 
 import (
 	"context"
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -213,7 +214,27 @@ func TestOperatorReconciliation(t *testing.T) {
 		if strings.Contains(approved.Body, `name="release_id" value="`+rel[1]+`"`) {
 			t.Errorf("the approved release still offers Approve")
 		}
-		buyer.get("/app/accounts/"+acct+"/activity").
+		first := buyer.get("/app/accounts/"+acct+"/activity").
 			expect(t, http.StatusOK, "Release platform 1.4.0 approved", "Release platform 1.4.0 published")
+		if strings.Contains(first.Body, "Older events") {
+			t.Errorf("a timeline of one page offers an older one")
+		}
+
+		// Past a page, the timeline is read a page at a time, newest first.
+		for i := range 100 {
+			if a := op.post("/operator/releases", url.Values{"product": {"platform"}, "version": {fmt.Sprintf("1.5.%d", i)}}); a.Status != http.StatusSeeOther {
+				t.Fatalf("publish 1.5.%d: %d\n%s", i, a.Status, visibleText(a.Body))
+			}
+		}
+		newest := buyer.get("/app/accounts/"+acct+"/activity").expect(t, http.StatusOK, "Release platform 1.5.99 published", "Older events")
+		older := regexp.MustCompile(`href="([^"]+/activity\?cursor=[^"]+)" rel="next"`).FindStringSubmatch(newest.Body)
+		if older == nil {
+			t.Fatalf("no link to the older page:\n%s", visibleText(newest.Body))
+		}
+		last := buyer.get(html.UnescapeString(older[1])).expect(t, http.StatusOK, "Release platform 1.4.0 approved", "Newest events")
+		if strings.Contains(last.Body, "1.5.99") || strings.Contains(last.Body, "Older events") {
+			t.Errorf("the older page repeats the newest or offers another:\n%s", visibleText(last.Body))
+		}
+		buyer.get("/app/accounts/"+acct+"/activity?cursor=not-ours").expect(t, http.StatusBadRequest, "cursor")
 	})
 }

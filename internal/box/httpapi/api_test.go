@@ -494,8 +494,11 @@ func TestReleasesApprovalsClaimsTimeline(t *testing.T) {
 
 		res = e.do("GET", "/v1/accounts/"+account+"/audit-events", buyerToken, "")
 		events := res.list("events")
-		if res.status != 200 || len(events) != 4 {
+		if res.status != 200 || len(events) != 4 || res.body["next_cursor"] != nil {
 			t.Fatalf("timeline: %d %s", res.status, res.raw)
+		}
+		if bad := e.do("GET", "/v1/accounts/"+account+"/audit-events?cursor=bm90LW91cnM", buyerToken, ""); bad.status != 422 || !strings.Contains(bad.raw, `"cursor"`) {
+			t.Errorf("timeline with a cursor not given: %d %s, want 422 naming cursor", bad.status, bad.raw)
 		}
 		if events[0]["type"] != "approval.created" || events[0]["actor_user_id"] != buyerID ||
 			idPath(events[0]) == "" || events[0]["approval_id"] == nil || events[0]["release_id"] == nil {

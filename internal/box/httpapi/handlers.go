@@ -486,15 +486,16 @@ func (h *handlers) timeline(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	events, err := h.svc.Timeline(r.Context(), m)
+	page, err := h.svc.Timeline(r.Context(), m, r.URL.Query().Get("cursor"))
 	if err != nil {
 		writeError(w, r, h.logger, err)
 		return
 	}
 	out := struct {
-		Events []auditEventJSON `json:"events"`
-	}{Events: make([]auditEventJSON, 0, len(events))}
-	for _, ev := range events {
+		Events     []auditEventJSON `json:"events"`
+		NextCursor *string          `json:"next_cursor"`
+	}{Events: make([]auditEventJSON, 0, len(page.Events)), NextCursor: nullable(page.NextCursor)}
+	for _, ev := range page.Events {
 		item := auditEventJSON{ID: ev.ID, Type: ev.Type, OccurredAt: ev.OccurredAt, ActorUserID: ev.ActorUserID,
 			Product: ev.Product, Version: ev.Version}
 		if ev.ReleaseID != 0 {

@@ -272,6 +272,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("POST", approvals, approve(rel.Release.ID), 404, "not_found", stranger)
 		c.Code("POST", approvals, approve(rel.Release.ID), 401, "unauthenticated")
 		c.Do("GET", acct+"/audit-events", "", 200, buyer)
+		c.Code("GET", acct+"/audit-events?cursor=bm90LW91cnM", "", 422, "unprocessable", buyer)
 
 		// Installations and licences.
 		installationID := exerciseInstallations(t, c, e)

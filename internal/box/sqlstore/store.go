@@ -527,7 +527,14 @@ func (s *Store) Claim(ctx context.Context, accountID, userID string) (claim *box
 
 // Timeline implements box.Store. Release events are listed for the products
 // the account holds now; entitlement events never appear.
-func (s *Store) Timeline(ctx context.Context, accountID string, limit int) ([]box.AuditEvent, error) {
+func (s *Store) Timeline(ctx context.Context, accountID string, after *box.TimelineKey, limit int) ([]box.AuditEvent, error) {
+	// The page after a key: the rows ordered after it, as a keyset on the
+	// ORDER BY's three columns (spelled out: both engines compare it so).
+	where, args := "", []any{accountID, limit}
+	if after != nil {
+		where = `WHERE occurred_at < $3 OR (occurred_at = $3 AND (approval_id < $4 OR (approval_id = $4 AND release_id < $5)))`
+		args = append(args, sqldb.Timestamp(after.OccurredAt), after.ApprovalID, after.ReleaseID)
+	}
 	rows, err := s.db.Query(ctx, `
 		SELECT kind, release_id, approval_id, occurred_at, actor, product, version FROM (
 			SELECT 'release.published' AS kind, r.id AS release_id, 0 AS approval_id,
@@ -540,8 +547,9 @@ func (s *Store) Timeline(ctx context.Context, accountID string, limit int) ([]bo
 			FROM approvals a JOIN releases r ON r.id = a.release_id
 			WHERE a.account_id = $1
 		) t
+		`+where+`
 		ORDER BY occurred_at DESC, approval_id DESC, release_id DESC
-		LIMIT $2`, accountID, limit)
+		LIMIT $2`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("timeline: %w", err)
 	}

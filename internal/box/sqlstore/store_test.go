@@ -478,7 +478,7 @@ func TestReleasesApprovalsClaimsTimeline(t *testing.T) {
 			t.Fatal(err)
 		}
 		// No entitlement: no release events, and approving is refused.
-		if evs, err := s.Timeline(ctx, account, 100); err != nil || len(evs) != 0 {
+		if evs, err := s.Timeline(ctx, account, nil, 100); err != nil || len(evs) != 0 {
 			t.Fatalf("timeline before grant = %+v, %v; want empty", evs, err)
 		}
 		authorize := func(r box.Release, e *box.Entitlement) error {
@@ -504,7 +504,7 @@ func TestReleasesApprovalsClaimsTimeline(t *testing.T) {
 			t.Fatalf("approve again = %+v, %v, %v; want the first approval", again, created, err)
 		}
 
-		evs, err := s.Timeline(ctx, account, 100)
+		evs, err := s.Timeline(ctx, account, nil, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -527,8 +527,29 @@ func TestReleasesApprovalsClaimsTimeline(t *testing.T) {
 		if evs[1].ApprovalID != 0 || evs[1].ActorUserID != staffID || evs[1].OccurredAt.IsZero() {
 			t.Errorf("release item = %+v", evs[1])
 		}
-		if evs, _ := s.Timeline(ctx, account, 2); len(evs) != 2 {
+		if evs, _ := s.Timeline(ctx, account, nil, 2); len(evs) != 2 {
 			t.Errorf("timeline limit 2 gave %d items", len(evs))
+		}
+		// Paged two at a time from each page's last item, the timeline is
+		// the same four items; an approval and its release share no key.
+		var paged []string
+		var after *box.TimelineKey
+		for range 3 {
+			page, err := s.Timeline(ctx, account, after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range page {
+				paged = append(paged, ev.Type+" "+ev.Product+"@"+ev.Version)
+			}
+			if len(page) < 2 {
+				break
+			}
+			last := page[len(page)-1]
+			after = &box.TimelineKey{OccurredAt: last.OccurredAt, ApprovalID: last.ApprovalID, ReleaseID: last.ReleaseID}
+		}
+		if fmt.Sprint(paged) != fmt.Sprint(want) {
+			t.Errorf("timeline paged = %q, want %q", paged, want)
 		}
 
 		claim, ent, err := s.Claim(ctx, account, "member-1")

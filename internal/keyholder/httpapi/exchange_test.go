@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -11,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/platformco/platform/internal/keyholder"
 	"github.com/platformco/platform/internal/keyholder/keyholdertest"
+	"github.com/platformco/platform/internal/keyholder/sqlstore"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
 	"github.com/platformco/platform/internal/testutil"
@@ -282,4 +285,51 @@ func TestExchangeExpiredCapability(t *testing.T) {
 	if n := count(t, p.KeyholderDB, `SELECT count(*) FROM credentials`); n != 0 {
 		t.Errorf("credentials: got %d, want none", n)
 	}
+}
+
+// TestPullsPaged: the record is read 100 pulls a page, newest first, the
+// member's and the staff's read alike; a cursor not given is 422.
+func TestPullsPaged(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		p := keyholdertest.Start(t, engine, keyholdertest.Options{})
+		c := p.NewCustomer("pager@example.com")
+		db, err := sqldb.Open(context.Background(), p.KeyholderDB)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		defer db.Close()
+		store := sqlstore.New(db)
+		for i := range keyholder.MaxPulls + 1 {
+			if err := store.RecordPull(context.Background(), keyholder.Pull{AccountID: c.AccountID, Repository: "kit",
+				Tag: fmt.Sprintf("1.0.%d", i), Digest: "sha256:" + strings.Repeat("a", 64), PulledAt: store.Now(), File: "kit.tar.gz"}); err != nil {
+				t.Fatalf("RecordPull: %v", err)
+			}
+		}
+		type page struct {
+			Pulls []struct {
+				Tag string `json:"tag"`
+			} `json:"pulls"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		for _, tt := range []struct{ name, path, token string }{
+			{"Member", "/v1/accounts/" + c.AccountID + "/pulls", c.Token},
+			{"Staff", "/v1/operator/accounts/" + c.AccountID + "/pulls", p.StaffToken},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				var first, second page
+				if st, raw := p.Call("GET", p.KeyholderURL+tt.path, tt.token, nil, &first); st != http.StatusOK ||
+					len(first.Pulls) != keyholder.MaxPulls || first.Pulls[0].Tag != "1.0.100" || first.NextCursor == nil {
+					t.Fatalf("first page: %d %.200s", st, raw)
+				}
+				if st, raw := p.Call("GET", p.KeyholderURL+tt.path+"?cursor="+*first.NextCursor, tt.token, nil, &second); st != http.StatusOK ||
+					len(second.Pulls) != 1 || second.Pulls[0].Tag != "1.0.0" || second.NextCursor != nil {
+					t.Fatalf("second page: %d %s", st, raw)
+				}
+				var e errorBody
+				if st, raw := p.Call("GET", p.KeyholderURL+tt.path+"?cursor=not-ours", tt.token, nil, &e); st != http.StatusUnprocessableEntity || e.Error.Code != "unprocessable" {
+					t.Errorf("a cursor not given: %d %s, want 422 unprocessable", st, raw)
+				}
+			})
+		}
+	})
 }

@@ -86,8 +86,8 @@ func (h *handlers) pulls(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.logger, err)
 		return
 	}
-	pulls, err := h.svc.Pulls(r.Context(), m)
-	h.answerPulls(w, r, pulls, err)
+	page, err := h.svc.Pulls(r.Context(), m, r.URL.Query().Get("cursor"))
+	h.answerPulls(w, r, page, err)
 }
 
 // staffPulls is the operator console's read of any account's pulls.
@@ -97,18 +97,18 @@ func (h *handlers) staffPulls(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.logger, err)
 		return
 	}
-	pulls, err := h.svc.StaffPulls(r.Context(), st, r.PathValue("account_id"))
-	h.answerPulls(w, r, pulls, err)
+	page, err := h.svc.StaffPulls(r.Context(), st, r.PathValue("account_id"), r.URL.Query().Get("cursor"))
+	h.answerPulls(w, r, page, err)
 }
 
 // answerPulls answers a read of the pull record.
-func (h *handlers) answerPulls(w http.ResponseWriter, r *http.Request, pulls []keyholder.Pull, err error) {
+func (h *handlers) answerPulls(w http.ResponseWriter, r *http.Request, page keyholder.PullPage, err error) {
 	if err != nil {
 		writeError(w, r, h.logger, err)
 		return
 	}
-	out := make([]pullJSON, len(pulls))
-	for i, p := range pulls {
+	out := make([]pullJSON, len(page.Pulls))
+	for i, p := range page.Pulls {
 		out[i] = pullJSON{ID: p.ID, Repository: p.Repository, Tag: p.Tag, Digest: p.Digest, PulledAt: p.PulledAt}
 		if p.CredentialID != "" {
 			cred := keyholder.UsernamePrefix + p.CredentialID
@@ -119,7 +119,12 @@ func (h *handlers) answerPulls(w http.ResponseWriter, r *http.Request, pulls []k
 		}
 	}
 	w.Header().Set("Cache-Control", "no-store")
+	var next *string
+	if page.NextCursor != "" {
+		next = &page.NextCursor
+	}
 	httpx.WriteJSON(w, http.StatusOK, struct {
-		Pulls []pullJSON `json:"pulls"`
-	}{out})
+		Pulls      []pullJSON `json:"pulls"`
+		NextCursor *string    `json:"next_cursor"`
+	}{out, next})
 }

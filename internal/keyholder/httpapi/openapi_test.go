@@ -37,6 +37,7 @@ func TestOpenAPITraffic(t *testing.T) {
 		{"GET", "/v1/operator/accounts/" + c.AccountID + "/pulls", "", "", "", c.Token},
 		{"GET", "/v1/operator/accounts/" + c.AccountID + "/pulls", "", "", "", ""},
 		{"GET", "/v1/operator/accounts/not-a-uuid/pulls", "", "", "", p.StaffToken},
+		{"GET", "/v1/accounts/" + c.AccountID + "/pulls?cursor=not-ours", "", "", "", c.Token},
 		{"DELETE", "/v1/credentials/" + cred.Username, "", cred.Username, "wrong", ""},
 		{"DELETE", "/v1/credentials/" + cred.Username, "", cred.Username, cred.Password, ""},
 		{"GET", dl, "", "", "", c.Token},

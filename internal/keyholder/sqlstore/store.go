@@ -10,6 +10,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/platformco/platform/internal/errs"
@@ -79,10 +80,13 @@ func (s *Store) RecordPull(ctx context.Context, p keyholder.Pull) error {
 }
 
 // Pulls implements keyholder.Store.
-func (s *Store) Pulls(ctx context.Context, accountID string, limit int) ([]keyholder.Pull, error) {
+func (s *Store) Pulls(ctx context.Context, accountID string, before int64, limit int) ([]keyholder.Pull, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
 	rows, err := s.db.Query(ctx,
 		`SELECT id, credential_id, account_id, repository, tag, digest, pulled_at, file FROM pulls
-		 WHERE account_id = $1 ORDER BY id DESC LIMIT $2`, accountID, limit)
+		 WHERE account_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`, accountID, before, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -151,14 +151,19 @@ func TestPullsNewestFirstPerAccount(t *testing.T) {
 				t.Fatalf("RecordPull: %v", err)
 			}
 		}
-		got, err := s.Pulls(ctx, account, 2)
+		got, err := s.Pulls(ctx, account, 0, 2)
 		if err != nil {
 			t.Fatalf("Pulls: %v", err)
 		}
 		if len(got) != 2 || got[0].Tag != "1.3.0" || got[1].Tag != "1.2.1" || got[0].CredentialID != c.ID {
 			t.Errorf("got %+v, want 1.3.0 then 1.2.1", got)
 		}
-		other, err := s.Pulls(ctx, "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb", 10)
+		// The older page starts after the last pull served.
+		older, err := s.Pulls(ctx, account, got[1].ID, 2)
+		if err != nil || len(older) != 1 || older[0].Tag != "1.2.0" {
+			t.Errorf("pulls before %d: got %+v (%v), want 1.2.0 alone", got[1].ID, older, err)
+		}
+		other, err := s.Pulls(ctx, "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb", 0, 10)
 		if err != nil || len(other) != 0 {
 			t.Errorf("another account's pulls: got %v (%v), want none", other, err)
 		}
@@ -180,7 +185,7 @@ func TestFileDownloadPull(t *testing.T) {
 				t.Fatalf("RecordPull(%+v): %v", p, err)
 			}
 		}
-		got, err := s.Pulls(ctx, account, 10)
+		got, err := s.Pulls(ctx, account, 0, 10)
 		if err != nil || len(got) != 2 {
 			t.Fatalf("Pulls = %+v, %v; want two", got, err)
 		}
