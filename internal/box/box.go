@@ -212,6 +212,18 @@ type AuditEvent struct {
 	Version     string
 }
 
+// EntitlementEvent is one row of the audit trail of grants and revokes,
+// which only staff read.
+type EntitlementEvent struct {
+	ID            int64
+	Action        string // "grant" or "revoke"
+	EntitlementID int64
+	AccountID     string
+	Product       string
+	ActorUserID   string
+	OccurredAt    time.Time
+}
+
 // TimelineLimit is a page of the audit timeline.
 const TimelineLimit = 100
 
@@ -276,6 +288,10 @@ type Store interface {
 	// record, or returns the active kit row with a nil claim and nothing
 	// written.
 	Claim(ctx context.Context, accountID, userID string) (*Claim, Entitlement, error)
+	// EntitlementEvents returns the audit trail of grants and revokes of
+	// every account, newest first, older than the event before (from the
+	// newest when before is 0), at most limit.
+	EntitlementEvents(ctx context.Context, before int64, limit int) ([]EntitlementEvent, error)
 	// Timeline returns the account's release and approval events, newest
 	// first, after the key (from the newest when after is nil), at most
 	// limit.

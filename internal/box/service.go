@@ -189,6 +189,34 @@ type EntitlementPage struct {
 	NextCursor   string
 }
 
+// AuditPage is one page of the audit trail of grants and revokes.
+// NextCursor is empty on the last page.
+type AuditPage struct {
+	Events     []EntitlementEvent
+	NextCursor string
+}
+
+// AuditTrail is the operator console's read of every grant and revoke,
+// newest first: cursor and limit as List takes them. Errors:
+// unprocessable.
+func (s *Service) AuditTrail(ctx context.Context, _ Staff, cursor, limit string) (AuditPage, error) {
+	var p problems
+	before, n := p.cursor(cursor), p.limit(limit)
+	if err := p.err(); err != nil {
+		return AuditPage{}, err
+	}
+	rows, err := s.store.EntitlementEvents(ctx, before, n+1)
+	if err != nil {
+		return AuditPage{}, err
+	}
+	page := AuditPage{Events: rows}
+	if len(rows) > n {
+		page.Events = rows[:n]
+		page.NextCursor = encodeCursor(page.Events[n-1].ID)
+	}
+	return page, nil
+}
+
 // List lists entitlements newest first. Errors: unprocessable.
 func (s *Service) List(ctx context.Context, staff Staff, q ListQuery) (EntitlementPage, error) {
 	var p problems

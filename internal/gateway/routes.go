@@ -84,6 +84,7 @@ func Routes() []Route {
 	for _, p := range []string{
 		"/v1/operator/entitlements",
 		"/v1/operator/releases",
+		"/v1/operator/audit-events",
 		"/v1/accounts/{id}/entitlements",
 		"/v1/accounts/{id}/artifact_fetches",
 		"/v1/accounts/{id}/audit-events",

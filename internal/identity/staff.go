@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/platformco/platform/internal/errs"
@@ -19,6 +20,30 @@ type StaffStore interface {
 	// with query, of those whose name or handle contains it or that have
 	// a member whose address contains it (literally, case-insensitively).
 	StaffAccounts(ctx context.Context, query string, page PageRequest) ([]Account, *Cursor, error)
+	// StaffChanges returns a page of the trail of staff changes, newest
+	// first: a page's Cursor asks for the older rows after it.
+	StaffChanges(ctx context.Context, page PageRequest) ([]StaffChange, *Cursor, error)
+}
+
+// StaffChange is one row of the append-only trail of staff changes:
+// Action is "enabled" or "disabled", Actor who ran `identity staff`, and
+// Email the user's address now ("" once the user is gone).
+type StaffChange struct {
+	ID     string
+	UserID string
+	Email  string
+	Action string
+	Actor  string
+	At     time.Time
+}
+
+// StaffChanges is the console's read of the trail of staff changes.
+// Errors: ErrNotStaff.
+func (s *Service) StaffChanges(ctx context.Context, p Principal, page PageRequest) ([]StaffChange, *Cursor, error) {
+	if !p.User.Staff {
+		return nil, nil, ErrNotStaff
+	}
+	return s.store.StaffChanges(ctx, page)
 }
 
 // StaffAccount reads any account for staff. A malformed id is the same

@@ -470,6 +470,40 @@ func (h *handlers) claim(w http.ResponseWriter, r *http.Request, m box.Member) {
 	httpx.WriteJSON(w, status, out)
 }
 
+// entitlementEventJSON is one row of the staff's audit trail.
+type entitlementEventJSON struct {
+	ID            int64     `json:"id"`
+	Action        string    `json:"action"`
+	EntitlementID int64     `json:"entitlement_id"`
+	AccountID     string    `json:"account_id"`
+	Product       string    `json:"product"`
+	ActorUserID   string    `json:"actor_user_id"`
+	OccurredAt    time.Time `json:"occurred_at"`
+}
+
+// auditTrail is the operator console's read of every grant and revoke.
+func (h *handlers) auditTrail(w http.ResponseWriter, r *http.Request) {
+	staff, ok := h.staff(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	page, err := h.svc.AuditTrail(r.Context(), staff, q.Get("cursor"), q.Get("limit"))
+	if err != nil {
+		writeError(w, r, h.logger, err)
+		return
+	}
+	out := struct {
+		Events     []entitlementEventJSON `json:"events"`
+		NextCursor *string                `json:"next_cursor"`
+	}{Events: make([]entitlementEventJSON, 0, len(page.Events)), NextCursor: nullable(page.NextCursor)}
+	for _, ev := range page.Events {
+		out.Events = append(out.Events, entitlementEventJSON{ID: ev.ID, Action: ev.Action, EntitlementID: ev.EntitlementID,
+			AccountID: ev.AccountID, Product: ev.Product, ActorUserID: ev.ActorUserID, OccurredAt: ev.OccurredAt})
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
 type auditEventJSON struct {
 	ID          string    `json:"id"`
 	Type        string    `json:"type"`

@@ -288,6 +288,29 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Code("POST", revoke(granted.Entitlement.ID), "", 401, "unauthenticated")
 		c.Do("GET", grants+"?status=revoked", "", 200, staff)
 
+		// The audit trail: the revoke just made is its newest row, a page
+		// of one has a next cursor, and only staff read it.
+		var trail struct {
+			Events []struct {
+				Action        string `json:"action"`
+				EntitlementID int64  `json:"entitlement_id"`
+				Product       string `json:"product"`
+			} `json:"events"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		c.JSON("GET", "/v1/operator/audit-events?limit=1", "", 200, &trail, staff)
+		if len(trail.Events) != 1 || trail.Events[0].Action != "revoke" || trail.Events[0].EntitlementID != claimed.Claim.EntitlementID ||
+			trail.Events[0].Product != "kit" || trail.NextCursor == nil {
+			t.Errorf("the trail's newest row: %+v", trail)
+		}
+		c.JSON("GET", "/v1/operator/audit-events?cursor="+*trail.NextCursor, "", 200, &trail, staff)
+		if len(trail.Events) == 0 || trail.Events[0].Action != "grant" {
+			t.Errorf("the trail's older page: %+v", trail)
+		}
+		c.Code("GET", "/v1/operator/audit-events", "", 403, "forbidden", buyer)
+		c.Code("GET", "/v1/operator/audit-events", "", 401, "unauthenticated")
+		c.Code("GET", "/v1/operator/audit-events?cursor=bm90LW91cnM", "", 422, "unprocessable", staff)
+
 		// Identity unavailable (here: no BOX_IDENTITY_URL): every call that
 		// needs it is 503 and does nothing.
 		noIdentity := openapitest.NewClient(t, httpapi.OpenAPI(), oaHandler(t, e.db, ""), seen)
@@ -362,6 +385,7 @@ func oaRoutes(entitlementID int64, installationID string) []oaRoute {
 		{"POST", "/v1/operator/entitlements", staffToken, `{"account_id":"` + account + `","product":"courier"}`},
 		{"POST", "/v1/operator/entitlements/" + strconv.FormatInt(entitlementID, 10) + "/revoke", staffToken, ""},
 		{"GET", "/v1/operator/releases", staffToken, ""},
+		{"GET", "/v1/operator/audit-events", staffToken, ""},
 		{"POST", "/v1/operator/releases", staffToken, `{"product":"courier","version":"3.0.0"}`},
 		{"GET", acct + "/entitlements", buyerToken, ""},
 		{"GET", acct + "/holdings", buyerToken, ""},

@@ -83,6 +83,7 @@ func routes(mux *http.ServeMux, h *handlers, idem *idempotency.Store) {
 	mux.Handle("POST /v1/operator/entitlements", h.asStaff(once, h.grant))
 	mux.HandleFunc("POST /v1/operator/entitlements/{id}/revoke", h.revoke)
 	mux.HandleFunc("GET /v1/operator/releases", h.listReleases)
+	mux.HandleFunc("GET /v1/operator/audit-events", h.auditTrail)
 	mux.Handle("POST /v1/operator/releases", h.asStaff(once, h.publishRelease))
 	mux.HandleFunc("GET /v1/accounts/{account_id}/entitlements", h.customerEntitlements)
 	mux.HandleFunc("GET /v1/accounts/{account_id}/holdings", h.holdings)

@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -527,6 +528,32 @@ func (s *Store) Claim(ctx context.Context, accountID, userID string) (claim *box
 
 // Timeline implements box.Store. Release events are listed for the products
 // the account holds now; entitlement events never appear.
+// EntitlementEvents implements box.Store.
+func (s *Store) EntitlementEvents(ctx context.Context, before int64, limit int) ([]box.EntitlementEvent, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT ev.id, ev.action, ev.entitlement_id, e.account_id, e.product, ev.actor_user_id, ev.created_at
+		FROM entitlement_events ev JOIN entitlements e ON e.id = ev.entitlement_id
+		WHERE ev.id < $1 ORDER BY ev.id DESC LIMIT $2`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("entitlement events: %w", err)
+	}
+	defer rows.Close()
+	out := []box.EntitlementEvent{}
+	for rows.Next() {
+		var ev box.EntitlementEvent
+		if err := rows.Scan(&ev.ID, &ev.Action, &ev.EntitlementID, &ev.AccountID, &ev.Product, &ev.ActorUserID,
+			(*sqldb.TimeValue)(&ev.OccurredAt)); err != nil {
+			return nil, fmt.Errorf("scan entitlement event: %w", err)
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+// Timeline implements box.Store.
 func (s *Store) Timeline(ctx context.Context, accountID string, after *box.TimelineKey, limit int) ([]box.AuditEvent, error) {
 	// The page after a key: the rows ordered after it, as a keyset on the
 	// ORDER BY's three columns (spelled out: both engines compare it so).

@@ -464,6 +464,7 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"GET", "/v1/operator/me", ""},
 		{"GET", "/v1/operator/users?query=ab", ""},
 		{"GET", "/v1/operator/accounts", ""},
+		{"GET", "/v1/operator/staff-changes", ""},
 		{"GET", "/v1/operator/accounts/" + accountID, ""},
 		{"GET", "/v1/operator/accounts/" + accountID + "/members", ""},
 		{"GET", "/v1/accounts", ""},

@@ -85,6 +85,7 @@ func (a *api) routes(mux *http.ServeMux) {
 	// The operator console's reads of any account (staff.go): staff is a
 	// property of the user, so these take a session, not a membership.
 	mux.Handle("GET /v1/operator/accounts", a.authenticated(a.staffAccounts))
+	mux.Handle("GET /v1/operator/staff-changes", a.authenticated(a.staffChanges))
 	mux.Handle("GET /v1/operator/accounts/{accountID}", a.authenticated(a.staffAccount))
 	mux.Handle("GET /v1/operator/accounts/{accountID}/members", a.authenticated(a.staffMembers))
 

@@ -58,6 +58,49 @@ func (a *api) staffAccounts(w http.ResponseWriter, r *http.Request, p identity.P
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
+// staffChangeBody is one row of the trail of staff changes; email is null
+// once the user is gone.
+type staffChangeBody struct {
+	ID         string    `json:"id"`
+	UserID     string    `json:"user_id"`
+	Email      *string   `json:"email"`
+	Action     string    `json:"action"`
+	Actor      string    `json:"actor"`
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+func (a *api) staffChanges(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	if !p.User.Staff {
+		a.fail(w, r, identity.ErrNotStaff)
+		return
+	}
+	page, err := identity.ParsePage(r.URL.Query().Get("cursor"), r.URL.Query().Get("limit"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	changes, next, err := a.svc.StaffChanges(r.Context(), p, page)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	out := struct {
+		Changes    []staffChangeBody `json:"changes"`
+		NextCursor *string           `json:"next_cursor"`
+	}{Changes: make([]staffChangeBody, len(changes))}
+	for i, c := range changes {
+		out.Changes[i] = staffChangeBody{ID: c.ID, UserID: c.UserID, Action: c.Action, Actor: c.Actor, OccurredAt: c.At.UTC()}
+		if c.Email != "" {
+			out.Changes[i].Email = &c.Email
+		}
+	}
+	if next != nil {
+		c := next.Encode()
+		out.NextCursor = &c
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
 func (a *api) staffMembers(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	// Staff is checked before the query is read, so a customer learns
 	// nothing from a malformed cursor either.

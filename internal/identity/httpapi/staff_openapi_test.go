@@ -35,6 +35,22 @@ func exerciseStaffAccounts(t *testing.T, c *openapitest.Client, acct, staffTok, 
 	c.Code("GET", "/v1/operator/accounts", "", 401, "unauthorized")
 	c.Code("GET", "/v1/operator/accounts", "", 403, "forbidden", openapitest.Bearer(customerTok))
 
+	// The trail of staff changes: the staff caller was made staff once.
+	var trail struct {
+		Changes []struct {
+			Action string  `json:"action"`
+			Email  *string `json:"email"`
+		} `json:"changes"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	c.JSON("GET", "/v1/operator/staff-changes?limit=1", "", 200, &trail, openapitest.Bearer(staffTok))
+	if len(trail.Changes) != 1 || trail.Changes[0].Action != "enabled" || trail.Changes[0].Email == nil {
+		t.Fatalf("staff-changes?limit=1: %+v", trail)
+	}
+	c.Code("GET", "/v1/operator/staff-changes?cursor=not-ours", "", 422, "validation_failed", openapitest.Bearer(staffTok))
+	c.Code("GET", "/v1/operator/staff-changes", "", 401, "unauthorized")
+	c.Code("GET", "/v1/operator/staff-changes", "", 403, "forbidden", openapitest.Bearer(customerTok))
+
 	members := one + "/members"
 	var page struct {
 		NextCursor *string `json:"next_cursor"`

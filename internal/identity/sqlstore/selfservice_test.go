@@ -480,6 +480,17 @@ func TestStaffChangesAreAudited(t *testing.T) {
 		}
 		wantCode(t, env.Service.SetStaff(ctx, "nobody@example.com", true, "cli"), identity.CodeNotFound)
 
+		// The console reads the trail newest first, a page at a time.
+		first, next, err := env.Store.StaffChanges(ctx, identity.PageRequest{Limit: 1})
+		if err != nil || len(first) != 1 || next == nil || first[0].Action != "disabled" || first[0].Actor != "cli:ops" ||
+			first[0].Email != "ada@example.com" || first[0].UserID != u.ID {
+			t.Fatalf("StaffChanges first page = %+v, %v, %v", first, next, err)
+		}
+		older, next, err := env.Store.StaffChanges(ctx, identity.PageRequest{After: next, Limit: 1})
+		if err != nil || len(older) != 1 || next != nil || older[0].Action != "enabled" || older[0].Actor != "cli:root" {
+			t.Fatalf("StaffChanges older page = %+v, %v, %v", older, next, err)
+		}
+
 		// The trail is append-only for every connection.
 		for _, q := range []string{`UPDATE staff_audit SET actor = 'someone else'`, `DELETE FROM staff_audit`} {
 			if _, err := env.DB.Exec(ctx, q); err == nil {
