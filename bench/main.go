@@ -39,7 +39,7 @@ import (
 )
 
 // scenarioNames are the scenarios `--scenario all` runs, in order.
-var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "apikey", "mfa", "oidc", "observe", "email", "webhook", "manifest", "blob", "pullrss", "pantry"}
+var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "apikey", "mfa", "oidc", "observe", "email", "webhook", "manifest", "blob", "pullrss", "pantry", "darkroom"}
 
 type config struct {
 	engine      string
@@ -256,6 +256,8 @@ func run(ctx context.Context, cfg config) (bool, error) {
 			res, err = b.apiKey(ctx)
 		case "mfa":
 			res, err = b.mfa(ctx)
+		case "darkroom":
+			res, err = b.darkroomScenario(ctx)
 		case "email", "webhook":
 			res, err = b.courierScenario(ctx, name)
 		case "manifest":

@@ -273,7 +273,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 	}), &pantryCfg); err != nil {
 		return err
 	}
-	darkroomCfg, err := darkroomConfig(ctx, env, dir, issuer, s3URL)
+	darkroomCfg, err := darkroomConfig(ctx, env, dir, issuer, s3URL, metrics["darkroom"])
 	if err != nil {
 		return err
 	}

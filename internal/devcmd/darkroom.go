@@ -48,8 +48,8 @@ func startDevS3(dir string) (url string, stop func(), err error) {
 
 // darkroomConfig migrates darkroom's database and returns its
 // configuration over the embedded store, with a link key kept in the data
-// directory.
-func darkroomConfig(ctx context.Context, env cli.Env, dir, issuer, s3URL string) (darkroomcmd.Config, error) {
+// directory; metricsAddr is its METRICS_ADDR ("" serves none).
+func darkroomConfig(ctx context.Context, env cli.Env, dir, issuer, s3URL, metricsAddr string) (darkroomcmd.Config, error) {
 	var cfg darkroomcmd.Config
 	db := "sqlite:" + filepath.Join(dir, "darkroom.db")
 	if _, err := darkroomcmd.Command.Migrate(ctx, db); err != nil {
@@ -69,6 +69,7 @@ func darkroomConfig(ctx context.Context, env cli.Env, dir, issuer, s3URL string)
 		"DARKROOM_S3_ACCESS_KEY_ID":     "dev",
 		"DARKROOM_S3_SECRET_ACCESS_KEY": "development-only",
 		"DARKROOM_URL_KEY":              key,
+		"METRICS_ADDR":                  metricsAddr,
 	}), &cfg)
 	return cfg, err
 }

@@ -16,7 +16,7 @@ import (
 func TestDarkroomConfig(t *testing.T) {
 	dir := t.TempDir()
 	env := cli.Env{Getenv: func(string) string { return "" }}
-	cfg, err := darkroomConfig(t.Context(), env, dir, "http://127.0.0.1:8081", "http://"+devS3Addr)
+	cfg, err := darkroomConfig(t.Context(), env, dir, "http://127.0.0.1:8081", "http://"+devS3Addr, "")
 	if err != nil {
 		t.Fatalf("darkroomConfig: %v", err)
 	}
@@ -27,7 +27,7 @@ func TestDarkroomConfig(t *testing.T) {
 	if info, err := os.Stat(filepath.Join(dir, darkroomKeyURL)); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("link key: %v; want 0600", err)
 	}
-	again, err := darkroomConfig(t.Context(), env, dir, "http://127.0.0.1:8081", "http://"+devS3Addr)
+	again, err := darkroomConfig(t.Context(), env, dir, "http://127.0.0.1:8081", "http://"+devS3Addr, "")
 	if err != nil || !bytes.Equal(again.URLKey, cfg.URLKey) {
 		t.Errorf("second start: %v, key changed = %v", err, !bytes.Equal(again.URLKey, cfg.URLKey))
 	}

@@ -47,6 +47,10 @@ type User struct {
 	// EmailVerifiedAt is when the user proved they hold Email; nil until
 	// then.
 	EmailVerifiedAt *time.Time
+	// AvatarMediaID is the darkroom media shown as the user's avatar;
+	// empty when none. Identity keeps the id only (it never asks
+	// darkroom), so the client that sets it stores the image first.
+	AvatarMediaID string
 }
 
 // StaffRecord is what the operator directory shows of a user: nothing

@@ -100,3 +100,21 @@ func (s *Service) checkPassword(ctx context.Context, p Principal, password strin
 	}
 	return ErrInvalidCredentials
 }
+
+// SetAvatar sets the caller's avatar to the darkroom media mediaID, or
+// removes it when mediaID is empty, and returns the caller as stored.
+// Identity checks the id's form only: the client stored the image at
+// darkroom first, with the caller's token. Errors: CodeValidation
+// (avatar_media_id invalid), CodeUnauthorized (the user is gone).
+func (s *Service) SetAvatar(ctx context.Context, p Principal, mediaID string) (User, error) {
+	if mediaID != "" {
+		id, ok := ids.Parse(mediaID)
+		if !ok {
+			var f errs.Fields
+			f.Add("avatar_media_id", RuleInvalid)
+			return User{}, f.Err(CodeValidation, "avatar_media_id must be a media id")
+		}
+		mediaID = id
+	}
+	return s.store.SetAvatar(ctx, p.User.ID, mediaID)
+}

@@ -84,6 +84,10 @@ type Store interface {
 	// locked meanwhile, and queues notice (password_changed_notice) to the
 	// user's address. Errors: ErrUnauthorized, the locked error.
 	ChangePassword(ctx context.Context, userID, keep, hash string, notice OutgoingMail) error
+	// SetAvatar sets userID's avatar media id ("" removes it) and
+	// returns the user as stored after it. Errors: ErrUnauthorized (the
+	// user is gone or disabled).
+	SetAvatar(ctx context.Context, userID, mediaID string) (User, error)
 	// SearchUsers returns users whose email or display name contains
 	// query (matched literally, case-insensitively), ordered by email.
 	SearchUsers(ctx context.Context, query string, limit int) ([]StaffRecord, error)

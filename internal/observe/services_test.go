@@ -11,6 +11,7 @@ import (
 
 	"github.com/platformco/platform/internal/box/boxcmd"
 	"github.com/platformco/platform/internal/config"
+	"github.com/platformco/platform/internal/darkroom/darkroomcmd"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
 	"github.com/platformco/platform/internal/observe"
@@ -60,6 +61,16 @@ func TestEveryServiceServesMetricsOnItsOwnListener(t *testing.T) {
 				return err
 			}
 			return gatewaycmd.Serve(ctx, cfg, discard(), ln)
+		}},
+		{"darkroom", func(ctx context.Context, t *testing.T, addr string, ln net.Listener) error {
+			var cfg darkroomcmd.Config
+			if err := darkroomcmd.Command.Load(ctx, func(k string) string {
+				return map[string]string{"DARKROOM_ENV": darkroomcmd.Development, "DARKROOM_S3_ENDPOINT": "http://127.0.0.1:1",
+					"DARKROOM_S3_BUCKET": "media", "METRICS_ADDR": addr}[k]
+			}, &cfg); err != nil {
+				return err
+			}
+			return darkroomcmd.Serve(ctx, cfg, discard(), ln)
 		}},
 		{"parlor", func(ctx context.Context, t *testing.T, addr string, ln net.Listener) error {
 			return parlorcmd.Serve(ctx, parlorcmd.Config{Base: service.Base{Telemetry: observe.Telemetry{MetricsAddr: addr}}, APIURL: "http://127.0.0.1:1", APITimeout: time.Second}, discard(), ln)

@@ -106,7 +106,8 @@ func (c *Client) do(ctx context.Context, token, method, path string, body, out a
 	return c.doConflict(ctx, token, method, path, body, out, nil)
 }
 
-// rawBody is a request body sent as it is (a file), not as JSON.
+// rawBody is a request body sent as it is (a file), not as JSON; as
+// out, a 2xx answer's body is kept as it came (an image).
 type rawBody struct {
 	contentType string
 	data        []byte
@@ -156,6 +157,10 @@ func (c *Client) doConflict(ctx context.Context, token, method, path string, bod
 		return fmt.Errorf("platform API %s %s: read: %w", method, path, err)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if o, ok := out.(*rawBody); ok {
+			o.contentType, o.data = resp.Header.Get("Content-Type"), raw
+			return nil
+		}
 		if out == nil || len(raw) == 0 {
 			return nil
 		}
@@ -269,6 +274,9 @@ type Me struct {
 	Staff       bool   `json:"staff"`
 	// EmailVerified is false until the user opens the emailed link.
 	EmailVerified bool `json:"email_verified"`
+	// AvatarMediaID is the user's avatar at darkroom (a public image
+	// parlor made from a variant); empty when none.
+	AvatarMediaID string `json:"avatar_media_id"`
 }
 
 // Account is one of the user's accounts, with the user's role in it.

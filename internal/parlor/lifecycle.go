@@ -173,14 +173,16 @@ func (s *server) confirmEmail(w http.ResponseWriter, r *http.Request) {
 }
 
 var settingsNotices = map[string]string{
-	"verification":  "We have sent you a new verification link.",
-	"email":         "If the new address can be used, we have sent it a confirmation link. Your address changes when you open it.",
-	"password":      "Your password was changed. Every other session of your account has ended.",
-	"others":        "Every other session of your account has ended; this browser stays signed in.",
-	"session-ended": "That session has ended: its browser or device is signed out.",
-	"disconnected":  "The application is disconnected: it can no longer act for you, and it will ask again the next time you sign in to it.",
-	"push":          "This browser will show your notifications.",
-	"push-removed":  "That device no longer gets notifications.",
+	"verification":   "We have sent you a new verification link.",
+	"email":          "If the new address can be used, we have sent it a confirmation link. Your address changes when you open it.",
+	"password":       "Your password was changed. Every other session of your account has ended.",
+	"others":         "Every other session of your account has ended; this browser stays signed in.",
+	"session-ended":  "That session has ended: its browser or device is signed out.",
+	"disconnected":   "The application is disconnected: it can no longer act for you, and it will ask again the next time you sign in to it.",
+	"push":           "This browser will show your notifications.",
+	"push-removed":   "That device no longer gets notifications.",
+	"avatar":         "Your new avatar is shown beside your name.",
+	"avatar-removed": "Your avatar is removed.",
 }
 
 func (s *server) settings(w http.ResponseWriter, r *http.Request, sess *session) {

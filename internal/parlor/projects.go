@@ -70,12 +70,18 @@ type ProjectInput struct {
 // UploadPublicMedia stores a file at darkroom as public media (a logo)
 // and returns its id.
 func (c *Client) UploadPublicMedia(ctx context.Context, token, filename, contentType string, data []byte) (string, error) {
+	return c.UploadMedia(ctx, token, "public", filename, contentType, data)
+}
+
+// UploadMedia stores a file at darkroom with visibility (public or
+// private) and returns its id.
+func (c *Client) UploadMedia(ctx context.Context, token, visibility, filename, contentType string, data []byte) (string, error) {
 	var out struct {
 		Media struct {
 			ID string `json:"id"`
 		} `json:"media"`
 	}
-	q := url.Values{"visibility": {"public"}, "filename": {filename}}
+	q := url.Values{"visibility": {visibility}, "filename": {filename}}
 	err := c.do(ctx, token, "POST", "/v1/media?"+q.Encode(), rawBody{contentType: contentType, data: data}, &out)
 	return out.Media.ID, err
 }
@@ -391,36 +397,11 @@ var logoTypes = []string{"image/png", "image/jpeg", "image/webp", "image/gif"}
 // public media and returns its id. A file the platform does not take is
 // a refusal in words for the logo field; err is the platform failing.
 func (s *server) logoOf(r *http.Request, sess *session) (id, refusal string, err error) {
-	if r.MultipartForm == nil || len(r.MultipartForm.File["logo"]) == 0 || r.MultipartForm.File["logo"][0].Size == 0 {
-		return "", "", nil
+	img, refusal, err := imageOf(r, "logo", "The logo")
+	if img == nil {
+		return "", refusal, err
 	}
-	fh := r.MultipartForm.File["logo"][0]
-	if fh.Size > maxLogoBytes {
-		return "", "The logo must be at most 1 MiB.", nil
-	}
-	f, err := fh.Open()
-	if err != nil {
-		return "", "", err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxLogoBytes+1))
-	if err != nil {
-		return "", "", err
-	}
-	contentType := http.DetectContentType(data)
-	if !slices.Contains(logoTypes, contentType) {
-		return "", "The logo must be a PNG, JPEG, WebP or GIF image.", nil
-	}
-	name := strings.Map(func(c rune) rune {
-		if c < ' ' || c == '/' || c == '\\' || c == 0x7f {
-			return -1
-		}
-		return c
-	}, fh.Filename)
-	if name == "" {
-		name = "logo"
-	}
-	id, err = s.api.UploadPublicMedia(r.Context(), sess.Token, name, contentType, data)
+	id, err = s.api.UploadPublicMedia(r.Context(), sess.Token, img.name, img.contentType, img.data)
 	switch {
 	case err == nil:
 		return id, "", nil
@@ -432,6 +413,50 @@ func (s *server) logoOf(r *http.Request, sess *session) (id, refusal string, err
 		return "", "This file cannot be used as a logo: " + strings.TrimSuffix(sentence(err), "."), nil
 	}
 	return "", "", err
+}
+
+// imageFile is an image a form carried, sniffed and bounded.
+type imageFile struct {
+	name, contentType string
+	data              []byte
+}
+
+// imageOf reads the form's file field, when one was chosen: at most
+// maxLogoBytes, one of logoTypes by its bytes, its name without path
+// separators or control characters. Nil with a refusal in words (about
+// noun) for a file the platform does not take, nil with neither when no
+// file was chosen; err is the platform failing.
+func imageOf(r *http.Request, field, noun string) (*imageFile, string, error) {
+	if r.MultipartForm == nil || len(r.MultipartForm.File[field]) == 0 || r.MultipartForm.File[field][0].Size == 0 {
+		return nil, "", nil
+	}
+	fh := r.MultipartForm.File[field][0]
+	if fh.Size > maxLogoBytes {
+		return nil, noun + " must be at most 1 MiB.", nil
+	}
+	f, err := fh.Open()
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxLogoBytes+1))
+	if err != nil {
+		return nil, "", err
+	}
+	contentType := http.DetectContentType(data)
+	if !slices.Contains(logoTypes, contentType) {
+		return nil, noun + " must be a PNG, JPEG, WebP or GIF image.", nil
+	}
+	name := strings.Map(func(c rune) rune {
+		if c < ' ' || c == '/' || c == '\\' || c == 0x7f {
+			return -1
+		}
+		return c
+	}, fh.Filename)
+	if name == "" {
+		name = field
+	}
+	return &imageFile{name: name, contentType: contentType, data: data}, "", nil
 }
 
 // withLogo puts the form's new logo, if any, into in; false when the

@@ -55,6 +55,8 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("POST /app/settings/verification", s.authed(s.resendVerification))
 	mux.Handle("POST /app/settings/email", s.authed(s.changeEmail))
 	mux.Handle("POST /app/settings/password", s.authed(s.changePassword))
+	mux.Handle("POST /app/settings/avatar", s.authed(s.uploadAvatar))
+	mux.Handle("POST /app/settings/avatar/remove", s.authed(s.removeAvatar))
 	mux.Handle("POST /app/settings/sessions/others", s.authed(s.endOtherSessions))
 	mux.Handle("POST /app/settings/sessions/everywhere", s.authed(s.signOutEverywhere))
 	mux.Handle("POST /app/settings/sessions/{session}/end", s.authed(s.endSession))

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -25,6 +26,7 @@ type (
 		CreatedAt       time.Time  `json:"created_at"`
 		EmailVerified   bool       `json:"email_verified"`
 		EmailVerifiedAt *time.Time `json:"email_verified_at"`
+		AvatarMediaID   *string    `json:"avatar_media_id"`
 	}
 	sessionBody struct {
 		Token     string    `json:"token"`
@@ -132,8 +134,53 @@ func (a *api) logout(w http.ResponseWriter, r *http.Request, p identity.Principa
 }
 
 func (a *api) me(w http.ResponseWriter, r *http.Request, p identity.Principal) {
-	u := p.User
-	httpx.WriteJSON(w, http.StatusOK, meBody{u.ID, u.Email, u.DisplayName, u.Staff, u.CreatedAt.UTC(), u.EmailVerifiedAt != nil, u.EmailVerifiedAt})
+	httpx.WriteJSON(w, http.StatusOK, meOf(p.User))
+}
+
+// meOf is GET /v1/me's body for u.
+func meOf(u identity.User) meBody {
+	var avatar *string
+	if u.AvatarMediaID != "" {
+		avatar = &u.AvatarMediaID
+	}
+	return meBody{u.ID, u.Email, u.DisplayName, u.Staff, u.CreatedAt.UTC(), u.EmailVerifiedAt != nil, u.EmailVerifiedAt, avatar}
+}
+
+// updateMe is PATCH /v1/me: {avatar_media_id: id | null}, the field
+// required (null removes the avatar).
+func (a *api) updateMe(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	var in struct {
+		AvatarMediaID json.RawMessage `json:"avatar_media_id"`
+	}
+	if err := httpx.DecodeJSON(w, r, &in); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var media *string
+	if len(in.AvatarMediaID) == 0 || json.Unmarshal(in.AvatarMediaID, &media) != nil {
+		rule := identity.RuleInvalid
+		if len(in.AvatarMediaID) == 0 {
+			rule = identity.RuleRequired
+		}
+		a.fail(w, r, &errs.Error{Code: identity.CodeValidation, Message: "avatar_media_id must be a media id or null",
+			Fields: []errs.FieldError{{Field: "avatar_media_id", Code: rule}}})
+		return
+	}
+	id := ""
+	if media != nil {
+		if *media == "" {
+			a.fail(w, r, &errs.Error{Code: identity.CodeValidation, Message: "avatar_media_id must be a media id or null",
+				Fields: []errs.FieldError{{Field: "avatar_media_id", Code: identity.RuleInvalid}}})
+			return
+		}
+		id = *media
+	}
+	u, err := a.svc.SetAvatar(r.Context(), p, id)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, meOf(u))
 }
 
 func (a *api) operatorMe(w http.ResponseWriter, r *http.Request, p identity.Principal) {

@@ -168,6 +168,15 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.Do("GET", "/v1/me", "", 200, openapitest.Bearer(ownerTok))
 		c.Do("GET", "/v1/me", "", 200, openapitest.Header("Cookie", SessionCookie+"="+ownerTok))
 		c.Code("GET", "/v1/me", "", 401, "unauthorized", openapitest.Bearer("not-a-token"))
+		avatar := `{"avatar_media_id":"` + uuidZero + `"}`
+		c.Do("PATCH", "/v1/me", avatar, 200, openapitest.Bearer(ownerTok))
+		c.Do("PATCH", "/v1/me", `{"avatar_media_id":null}`, 200, openapitest.Bearer(ownerTok))
+		c.Code("PATCH", "/v1/me", `{"avatar_media_id":"not-an-id"}`, 422, "validation_failed", openapitest.Bearer(ownerTok))
+		c.Code("PATCH", "/v1/me", `{"avatar_media_id":null,"staff":true}`, 400, "malformed_json", openapitest.Bearer(ownerTok))
+		c.Code("PATCH", "/v1/me", avatar, 415, "unsupported_media_type", openapitest.Bearer(ownerTok), plain)
+		c.Code("PATCH", "/v1/me", big, 413, "body_too_large", openapitest.Bearer(ownerTok))
+		c.Code("PATCH", "/v1/me", avatar, 403, "forbidden", openapitest.Header("Cookie", SessionCookie+"="+ownerTok), evil)
+		c.Code("PATCH", "/v1/me", avatar, 401, "unauthorized")
 		c.Do("GET", "/v1/operator/me", "", 200, openapitest.Bearer(staffTok))
 		c.Code("GET", "/v1/operator/me", "", 403, "forbidden", openapitest.Bearer(ownerTok))
 		c.Code("GET", "/v1/operator/me", "", 401, "unauthorized")
@@ -461,6 +470,7 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"POST", "/v1/session", `{"email":"owner@example.com","password":"correct horse battery"}`},
 		{"DELETE", "/v1/session", ""},
 		{"GET", "/v1/me", ""},
+		{"PATCH", "/v1/me", `{"avatar_media_id":null}`},
 		{"GET", "/v1/operator/me", ""},
 		{"GET", "/v1/operator/users?query=ab", ""},
 		{"GET", "/v1/operator/accounts", ""},
@@ -513,7 +523,7 @@ func oaRoutes(accountID, userID string) []oaRoute {
 // document does not declare make the wrapper fail the test, naming the
 // problem.
 func TestOpenAPIWrapperCatchesDrift(t *testing.T) {
-	me := `{"id":"6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d","email":"a@example.com","display_name":"","staff":false,"created_at":"2026-01-02T03:04:05Z","email_verified":false,"email_verified_at":null}`
+	me := `{"id":"6f1c1f7e-3c0e-4a4c-9a49-0a6f3e1b2c3d","email":"a@example.com","display_name":"","staff":false,"created_at":"2026-01-02T03:04:05Z","email_verified":false,"email_verified_at":null,"avatar_media_id":null}`
 	for _, tc := range []struct {
 		name    string
 		status  int

@@ -75,6 +75,7 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/session", a.login)
 	mux.Handle("DELETE /v1/session", a.authenticated(a.logout))
 	mux.Handle("GET /v1/me", a.authenticated(a.me))
+	mux.Handle("PATCH /v1/me", a.authenticated(a.updateMe))
 	mux.Handle("GET /v1/me/sessions", a.authenticated(a.listSessions))
 	mux.Handle("DELETE /v1/me/sessions", a.authenticated(a.endOtherSessions))
 	mux.Handle("DELETE /v1/me/sessions/{sessionID}", a.authenticated(a.endSession))

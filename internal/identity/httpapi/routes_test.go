@@ -92,7 +92,7 @@ func TestRoutes(t *testing.T) {
 		}
 
 		me := s.do(t, "GET", "/v1/me", nil, bearer(owner)).want(t, http.StatusOK).object(t)
-		wantKeys(t, "me", me, "id", "email", "display_name", "staff", "created_at", "email_verified", "email_verified_at")
+		wantKeys(t, "me", me, "id", "email", "display_name", "staff", "created_at", "email_verified", "email_verified_at", "avatar_media_id")
 		if me["id"] != ownerID || me["email"] != "owner@example.com" || me["display_name"] != "Olive" || me["staff"] != false {
 			t.Errorf("me = %v", me)
 		}

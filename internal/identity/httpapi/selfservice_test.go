@@ -102,3 +102,47 @@ func TestSessionsAndPasswordOverHTTP(t *testing.T) {
 		}
 	})
 }
+
+// TestAvatarOverHTTP: PATCH /v1/me sets the avatar's media id, which
+// GET /v1/me then names, and null removes it; a missing, empty or
+// malformed id is a 422 on avatar_media_id and changes nothing.
+func TestAvatarOverHTTP(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		s := newServer(t, engine, identitytest.Config{})
+		_, tok := s.signUp(t, "ada@example.com")
+		const media = "0193a4f2-7b1c-7d2e-8f30-4a5b6c7d8e9f"
+		if got := s.do(t, "GET", "/v1/me", nil, bearer(tok)).want(t, http.StatusOK).object(t)["avatar_media_id"]; got != nil {
+			t.Fatalf("avatar_media_id before = %v, want null", got)
+		}
+		if got := s.do(t, "PATCH", "/v1/me", map[string]any{"avatar_media_id": strings.ToUpper(media)}, bearer(tok)).
+			want(t, http.StatusOK).object(t)["avatar_media_id"]; got != media {
+			t.Errorf("PATCH avatar_media_id = %v, want %s", got, media)
+		}
+		if got := s.do(t, "GET", "/v1/me", nil, bearer(tok)).want(t, http.StatusOK).object(t)["avatar_media_id"]; got != media {
+			t.Errorf("GET avatar_media_id = %v, want %s", got, media)
+		}
+		for _, c := range []struct {
+			name, body, want string
+		}{
+			{"ErrAbsent", `{}`, "avatar_media_id:required"},
+			{"ErrEmpty", `{"avatar_media_id":""}`, "avatar_media_id:invalid"},
+			{"ErrNotAnID", `{"avatar_media_id":"../../etc/passwd"}`, "avatar_media_id:invalid"},
+			{"ErrNumber", `{"avatar_media_id":5}`, "avatar_media_id:invalid"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				p := s.do(t, "PATCH", "/v1/me", c.body, bearer(tok)).problem(t, http.StatusUnprocessableEntity, "validation_failed")
+				if got := strings.Join(fieldErrors(p), ","); got != c.want {
+					t.Errorf("errors = %s, want %s", got, c.want)
+				}
+			})
+		}
+		s.do(t, "PATCH", "/v1/me", `{"avatar_media_id":null,"email":"x@example.com"}`, bearer(tok)).problem(t, http.StatusBadRequest, "malformed_json")
+		if got := s.do(t, "GET", "/v1/me", nil, bearer(tok)).want(t, http.StatusOK).object(t)["avatar_media_id"]; got != media {
+			t.Errorf("avatar_media_id after refusals = %v, want %s", got, media)
+		}
+		if got := s.do(t, "PATCH", "/v1/me", `{"avatar_media_id":null}`, bearer(tok)).want(t, http.StatusOK).object(t)["avatar_media_id"]; got != nil {
+			t.Errorf("avatar_media_id after null = %v, want null", got)
+		}
+		s.do(t, "PATCH", "/v1/me", `{"avatar_media_id":null}`).problem(t, http.StatusUnauthorized, "unauthorized")
+	})
+}

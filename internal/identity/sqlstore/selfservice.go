@@ -248,3 +248,32 @@ func (s *Store) ResendInvitation(ctx context.Context, accountID, invitationID, d
 	})
 	return inv, err
 }
+
+// SetAvatar implements identity.Store.
+func (s *Store) SetAvatar(ctx context.Context, userID, mediaID string) (identity.User, error) {
+	var (
+		u        identity.User
+		verified sql.NullTime
+		avatar   *string
+	)
+	var media any
+	if mediaID != "" {
+		media = mediaID
+	}
+	err := s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		res, err := tx.Exec(ctx, `UPDATE users SET avatar_media_id = $2, updated_at = $3 WHERE id = $1 AND disabled_at IS NULL`,
+			userID, media, tx.Now)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return identity.ErrUnauthorized
+		}
+		return tx.QueryRow(ctx, `SELECT id, email, display_name, staff, created_at, verified_at, avatar_media_id FROM users WHERE id = $1`, userID).
+			Scan(&u.ID, &u.Email, &u.DisplayName, &u.Staff, &u.CreatedAt, &verified, &avatar)
+	})
+	u.CreatedAt, u.EmailVerifiedAt, u.AvatarMediaID = u.CreatedAt.UTC(), timePtr(verified), deref(avatar)
+	return u, err
+}

@@ -317,15 +317,18 @@ func (s *Store) readSession(ctx context.Context, p *identity.Principal, lastSeen
 	// A pointer rather than sql.NullTime: pgx scans a NULL into it
 	// directly, where a sql.Scanner costs a conversion through
 	// database/sql's values (database/sql sets a pointer as well).
-	var verified *time.Time
+	var (
+		verified *time.Time
+		avatar   *string
+	)
 	u := &p.User
 	err := s.db.ReadRow(ctx, `
-		SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at, u.verified_at
+		SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at, u.verified_at, u.avatar_media_id
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
 		  AND u.disabled_at IS NULL`,
-		sessionID, userID, now).Scan(&u.ID, &u.Email, &u.DisplayName, &u.Staff, &u.CreatedAt, lastSeen, &verified)
-	u.EmailVerifiedAt = utcPtr(verified)
+		sessionID, userID, now).Scan(&u.ID, &u.Email, &u.DisplayName, &u.Staff, &u.CreatedAt, lastSeen, &verified, &avatar)
+	u.EmailVerifiedAt, u.AvatarMediaID = utcPtr(verified), deref(avatar)
 	return err
 }
 
@@ -334,6 +337,7 @@ func (s *Store) readSession(ctx context.Context, p *identity.Principal, lastSeen
 func (s *Store) readMembership(ctx context.Context, p *identity.Principal, lastSeen *time.Time, sessionID, userID, accountID string, now time.Time) error {
 	var (
 		verified          *time.Time
+		avatar            *string
 		aID, aName, aSlug sql.NullString
 		aPers             sql.NullBool
 		aCreate, aUpdate  sql.NullTime
@@ -341,7 +345,7 @@ func (s *Store) readMembership(ctx context.Context, p *identity.Principal, lastS
 	)
 	u := &p.User
 	err := s.db.ReadRow(ctx, `
-		SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at, u.verified_at,
+		SELECT u.id, u.email, u.display_name, u.staff, u.created_at, s.last_seen_at, u.verified_at, u.avatar_media_id,
 		       a.id, a.name, a.slug, a.personal, a.created_at, a.updated_at, m.role
 		FROM sessions s
 		JOIN users u ON u.id = s.user_id
@@ -349,9 +353,9 @@ func (s *Store) readMembership(ctx context.Context, p *identity.Principal, lastS
 		LEFT JOIN accounts a ON a.id = m.account_id
 		WHERE s.id = $1 AND s.user_id = $2 AND s.ended_at IS NULL AND s.expires_at > $3
 		  AND u.disabled_at IS NULL`,
-		sessionID, userID, now, accountID).Scan(&u.ID, &u.Email, &u.DisplayName, &u.Staff, &u.CreatedAt, lastSeen, &verified,
+		sessionID, userID, now, accountID).Scan(&u.ID, &u.Email, &u.DisplayName, &u.Staff, &u.CreatedAt, lastSeen, &verified, &avatar,
 		&aID, &aName, &aSlug, &aPers, &aCreate, &aUpdate, &role)
-	u.EmailVerifiedAt = utcPtr(verified)
+	u.EmailVerifiedAt, u.AvatarMediaID = utcPtr(verified), deref(avatar)
 	if err == nil && aID.Valid {
 		p.Account = &identity.Account{
 			ID: aID.String, Name: aName.String, Slug: aSlug.String, Personal: aPers.Bool,
@@ -359,6 +363,14 @@ func (s *Store) readMembership(ctx context.Context, p *identity.Principal, lastS
 		}
 	}
 	return err
+}
+
+// deref is *s, "" for nil (a NULL column).
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // utcPtr is t in UTC, nil for nil.
