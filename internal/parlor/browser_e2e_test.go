@@ -286,6 +286,15 @@ func TestBrowserJourney(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#account-id`), team),
 		submit(`form[action="/operator/accounts"]`))
 
+	// The audit trail: the revoke and both grants, and the operator made
+	// staff; at a phone's width too.
+	operator.do("audit", []string{"Revoked platform", "Granted platform", "Acme Rockets", "Made staff", "operator@example.com"},
+		chromedp.Navigate(base+"/operator/audit"))
+	operator.do("phone-audit", []string{"Audit trail"},
+		chromedp.EmulateViewport(390, 844, chromedp.EmulatePortrait, chromedp.EmulateMobile), chromedp.Navigate(base+"/operator/audit"))
+	operator.fitsWidth("phone-audit")
+	operator.do("desktop-audit", []string{"Audit trail"}, chromedp.EmulateViewport(1280, 900), chromedp.Reload())
+
 	// Dark, then at a phone's width: axe checks the contrast of each.
 	owner.do("dark", []string{"Get a download capability"},
 		colorScheme("dark"), chromedp.Navigate(base+"/app/accounts/"+team+"/downloads"))

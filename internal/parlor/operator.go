@@ -53,10 +53,20 @@ type entitlementListData struct {
 // accountNames reads the names of the accounts of rows, at once; an
 // account identity cannot read (deleted meanwhile) is left out.
 func (s *server) accountNames(r *http.Request, sess *session, rows []Entitlement) map[string]string {
-	var ids []string
+	ids := make([]string, 0, len(rows))
 	for _, row := range rows {
-		if !slices.Contains(ids, row.AccountID) {
-			ids = append(ids, row.AccountID)
+		ids = append(ids, row.AccountID)
+	}
+	return s.namesOf(r, sess, ids)
+}
+
+// namesOf reads the names of the accounts of ids (repeats allowed), at
+// once, as accountNames does.
+func (s *server) namesOf(r *http.Request, sess *session, all []string) map[string]string {
+	var ids []string
+	for _, id := range all {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
 		}
 	}
 	names := make(map[string]string, len(ids))

@@ -187,6 +187,16 @@ func TestOperatorReconciliation(t *testing.T) {
 		if a := op.post("/operator/grant", grant); a.Status != http.StatusSeeOther {
 			t.Errorf("re-grant after revoke: %d", a.Status)
 		}
+
+		// The audit trail names the revoke and the grants, the account by
+		// its name, the operator as "you", and the operator's becoming staff.
+		trail := op.get("/operator/audit").expect(t, http.StatusOK, "Audit trail", "Revoked platform", "Granted platform",
+			"#"+id, "you", "Made staff", opEmail)
+		if !strings.Contains(trail.Body, `href="/operator/accounts/`+acct+`"`) {
+			t.Errorf("the trail does not link the account by its name:\n%s", visibleText(trail.Body))
+		}
+		op.get("/operator/audit?events=not-ours").expect(t, http.StatusBadRequest, "cursor")
+		buyer.get("/operator/audit").expect(t, http.StatusNotFound)
 	})
 
 	t.Run("ReleasesAndApprovals", func(t *testing.T) {
