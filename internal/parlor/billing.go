@@ -75,9 +75,17 @@ func (s *server) renderBilling(w http.ResponseWriter, r *http.Request, sess *ses
 	s.render(w, r, status, "billing", p)
 }
 
-// buy starts a checkout and sends the buyer to the processor's page.
+type checkoutData struct {
+	URL, Host, AccountID, Account, Plan string
+}
+
+// buy starts a checkout and shows the link to the processor's page. It
+// is a link, not a redirect: the page's Content-Security-Policy holds a
+// form's redirects to form-action 'self', which a browser applies to the
+// processor's origin too (Stripe's hosted checkout, the test processor).
 func (s *server) buy(w http.ResponseWriter, r *http.Request, sess *session) {
-	to, err := s.api.Checkout(r.Context(), sess.Token, r.PathValue("id"), r.PostFormValue("plan_id"))
+	planID := r.PostFormValue("plan_id")
+	to, err := s.api.Checkout(r.Context(), sess.Token, r.PathValue("id"), planID)
 	if err != nil {
 		p := &page{}
 		status := formFailure(p, err)
@@ -88,11 +96,23 @@ func (s *server) buy(w http.ResponseWriter, r *http.Request, sess *session) {
 		s.renderBilling(w, r, sess, p, status)
 		return
 	}
-	if u, err := url.Parse(to); err != nil || (u.Scheme != "https" && u.Scheme != "http") {
+	u, err := url.Parse(to)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		s.fail(w, r, &sess.Me, err)
 		return
 	}
-	http.Redirect(w, r, to, http.StatusSeeOther)
+	d := checkoutData{URL: to, Host: u.Host, AccountID: r.PathValue("id"), Account: "the account", Plan: "The plan"}
+	if a, err := s.api.Account(r.Context(), sess.Token, d.AccountID); err == nil {
+		d.Account = a.Name
+	}
+	if plans, err := s.api.Plans(r.Context()); err == nil {
+		for _, pl := range plans {
+			if pl.ID == planID {
+				d.Plan = pl.Name + ", " + pl.Price()
+			}
+		}
+	}
+	s.render(w, r, http.StatusOK, "checkout", &page{Title: "Continue to payment", User: &sess.Me, Data: d})
 }
 
 // inboxStates are the inbox's tabs, in the order shown.
