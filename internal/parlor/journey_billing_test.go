@@ -20,7 +20,7 @@ import (
 // card, the receipt reaches the local mailbox, the operator finds the
 // payment in the inbox with the four facts checked and grants it, and the
 // owner's Entitlements page lists identity. Then /pricing and the Billing
-// page at a phone's width.
+// page at a phone's width, and staff making a plan from the console.
 func journeyBilling(t *testing.T, owner, _, operator *browser, base, team string) {
 	t.Helper()
 	const payer = "billing@acme-rockets.example"
@@ -76,6 +76,23 @@ func journeyBilling(t *testing.T, owner, _, operator *browser, base, team string
 		chromedp.Navigate(base+"/app/accounts/"+team+"/billing"))
 	owner.fitsWidth("phone-billing")
 	owner.do("billing-desktop", []string{"Payments", reference}, chromedp.EmulateViewport(1280, 900), chromedp.Reload())
+
+	// Staff make a plan from the console: a price with a point is refused
+	// in words, then the same form, corrected, puts it on sale.
+	operator.do("plans", []string{"Plans", "All three", "New plan", "Price in minor units"}, chromedp.Navigate(base+"/operator/plans"))
+	operator.do("plan-refused", []string{"Please correct the fields marked below.", "whole number of minor units"},
+		chromedp.SendKeys(chromedp.CSS(`#plan-name`), "Support"),
+		chromedp.Click(chromedp.CSS(`#plan-product-platform`)),
+		chromedp.SendKeys(chromedp.CSS(`#plan-amount`), "99.50"),
+		submit(`form[action="/operator/plans"]`))
+	operator.do("plan-created", []string{"The plan was created", "Support", "99.50 USD once"},
+		chromedp.SetValue(chromedp.CSS(`#plan-amount`), "9950"),
+		submit(`form[action="/operator/plans"]`))
+	operator.do("phone-plans", []string{"Support", "New plan"},
+		chromedp.EmulateViewport(390, 844, chromedp.EmulatePortrait, chromedp.EmulateMobile),
+		chromedp.Navigate(base+"/operator/plans"))
+	operator.fitsWidth("phone-plans")
+	operator.do("plans-desktop", []string{"Support"}, chromedp.EmulateViewport(1280, 900), chromedp.Reload())
 }
 
 func containsAll(have []string, want ...string) bool {
