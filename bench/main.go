@@ -39,7 +39,7 @@ import (
 )
 
 // scenarioNames are the scenarios `--scenario all` runs, in order.
-var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "apikey", "mfa", "oidc", "observe", "email", "webhook", "manifest", "blob", "pullrss", "pantry", "darkroom"}
+var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "apikey", "mfa", "oidc", "observe", "email", "webhook", "manifest", "blob", "pullrss", "pantry", "darkroom", "ingest", "checkout", "plans"}
 
 type config struct {
 	engine      string
@@ -223,6 +223,7 @@ func run(ctx context.Context, cfg config) (bool, error) {
 		report.Idle[s.Name] = Mem{RSSMiB: mib(m.RSS), PeakMiB: mib(m.Peak)}
 	}
 	b := &bench{cfg: cfg, p: p, client: client, dir: work}
+	defer func() { b.billing.stop() }()
 	for _, name := range cfg.scenarios {
 		if ctx.Err() != nil {
 			break
@@ -268,6 +269,12 @@ func run(ctx context.Context, cfg config) (bool, error) {
 			res, err = b.registryPullRSS(ctx)
 		case "pantry":
 			res, err = b.pantry(ctx)
+		case "ingest":
+			res, err = b.billingIngest(ctx)
+		case "checkout":
+			res, err = b.billingCheckout(ctx)
+		case "plans":
+			res, err = b.billingPlans(ctx)
 		case "soak":
 			res, err = b.soak(ctx)
 		}

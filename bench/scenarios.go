@@ -26,6 +26,9 @@ type bench struct {
 	dir    string
 
 	grantsOK, revokesOK atomic.Int64
+	// billing is the billing scenarios' rig, started by the first of
+	// them and stopped at the end of the run.
+	billing *billingRig
 }
 
 func numCPU() int { return runtime.GOMAXPROCS(0) }

@@ -144,6 +144,24 @@ func (c *Client) OperatorPlans(ctx context.Context, token string) ([]BillingPlan
 	return out.Plans, err
 }
 
+// CreatePlan creates a plan (staff); body is billing's plan body.
+func (c *Client) CreatePlan(ctx context.Context, token string, body map[string]any) (BillingPlan, error) {
+	var out struct {
+		Plan BillingPlan `json:"plan"`
+	}
+	err := c.do(ctx, token, "POST", "/v1/operator/plans", body, &out)
+	return out.Plan, err
+}
+
+// UpdatePlan changes a plan (staff): the fields body names.
+func (c *Client) UpdatePlan(ctx context.Context, token, id string, body map[string]any) (BillingPlan, error) {
+	var out struct {
+		Plan BillingPlan `json:"plan"`
+	}
+	err := c.do(ctx, token, "PATCH", "/v1/operator/plans/"+url.PathEscape(id), body, &out)
+	return out.Plan, err
+}
+
 // AccountBilling reads the account's money state (members).
 func (c *Client) AccountBilling(ctx context.Context, token, id string) (MoneyState, error) {
 	var out MoneyState

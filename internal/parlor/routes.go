@@ -139,6 +139,9 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("POST /operator/payments/{rid}/revoke", s.staffOnly(s.reconcile("revoke")))
 	mux.Handle("GET /operator/plans", s.staffOnly(s.operatorPlans))
 	mux.Handle("GET /operator/audit", s.staffOnly(s.operatorAudit))
+	mux.Handle("POST /operator/plans", s.staffOnly(s.savePlan))
+	mux.Handle("GET /operator/plans/{pid}", s.staffOnly(s.operatorPlan))
+	mux.Handle("POST /operator/plans/{pid}", s.staffOnly(s.savePlan))
 	// Anything else under /operator is the same 404 for everyone who is
 	// not staff, and a plain 404 for staff.
 	mux.Handle("/operator/", s.staffOnly(func(w http.ResponseWriter, r *http.Request, sess *session) {

@@ -168,7 +168,7 @@ var page = template.Must(template.New("checkout").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Test checkout</title>
 <style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto}label{display:block;margin:.8rem 0}
 input{width:100%;padding:.4rem}button{margin-top:1rem;padding:.5rem 1rem}.error{color:#a00}.note{color:#555;font-size:.9rem}</style></head>
-<body><h1>Test checkout</h1>
+<body><main><h1>Test checkout</h1>
 <p class="note">Development only: no money moves. Pay with 4242 4242 4242 4242; 4000 0000 0000 0002 is declined; 4000 0000 0000 9995 fails for funds.</p>
 <p>Amount: <strong id="amount">{{.Amount}}</strong></p>
 {{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
@@ -178,7 +178,7 @@ input{width:100%;padding:.4rem}button{margin-top:1rem;padding:.5rem 1rem}.error{
 <label>Expiry <input name="exp" value="12/34"></label><label>CVC <input name="cvc" value="123"></label>
 <button type="submit">Pay</button></form>
 <p><a href="{{.Cancel}}">Cancel</a></p>{{end}}
-</body></html>`))
+</main></body></html>`))
 
 func (p *Processor) page(w http.ResponseWriter, r *http.Request, status int, problem string) {
 	s, ok := p.lookup(r.PathValue("id"))
