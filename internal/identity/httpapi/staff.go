@@ -30,13 +30,8 @@ func (a *api) staffAccount(w http.ResponseWriter, r *http.Request, p identity.Pr
 }
 
 func (a *api) staffAccounts(w http.ResponseWriter, r *http.Request, p identity.Principal) {
-	if !p.User.Staff {
-		a.fail(w, r, identity.ErrNotStaff)
-		return
-	}
-	page, err := identity.ParsePage(r.URL.Query().Get("cursor"), r.URL.Query().Get("limit"))
-	if err != nil {
-		a.fail(w, r, err)
+	page, ok := a.staffPage(w, r, p)
+	if !ok {
 		return
 	}
 	accounts, next, err := a.svc.StaffAccounts(r.Context(), p, r.URL.Query().Get("query"), page)
@@ -70,13 +65,8 @@ type staffChangeBody struct {
 }
 
 func (a *api) staffChanges(w http.ResponseWriter, r *http.Request, p identity.Principal) {
-	if !p.User.Staff {
-		a.fail(w, r, identity.ErrNotStaff)
-		return
-	}
-	page, err := identity.ParsePage(r.URL.Query().Get("cursor"), r.URL.Query().Get("limit"))
-	if err != nil {
-		a.fail(w, r, err)
+	page, ok := a.staffPage(w, r, p)
+	if !ok {
 		return
 	}
 	changes, next, err := a.svc.StaffChanges(r.Context(), p, page)
@@ -104,13 +94,8 @@ func (a *api) staffChanges(w http.ResponseWriter, r *http.Request, p identity.Pr
 func (a *api) staffMembers(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	// Staff is checked before the query is read, so a customer learns
 	// nothing from a malformed cursor either.
-	if !p.User.Staff {
-		a.fail(w, r, identity.ErrNotStaff)
-		return
-	}
-	page, err := identity.ParsePage(r.URL.Query().Get("cursor"), r.URL.Query().Get("limit"))
-	if err != nil {
-		a.fail(w, r, err)
+	page, ok := a.staffPage(w, r, p)
+	if !ok {
 		return
 	}
 	members, next, err := a.svc.StaffMembers(r.Context(), p, r.PathValue("accountID"), page)
@@ -136,4 +121,20 @@ func writeMemberPage(w http.ResponseWriter, members []identity.Membership, next 
 		out.NextCursor = &c
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// staffPage refuses a caller who is not staff, then reads the page's
+// cursor and limit: staff is checked before the query is read, so a
+// customer learns nothing from a malformed cursor either.
+func (a *api) staffPage(w http.ResponseWriter, r *http.Request, p identity.Principal) (identity.PageRequest, bool) {
+	if !p.User.Staff {
+		a.fail(w, r, identity.ErrNotStaff)
+		return identity.PageRequest{}, false
+	}
+	page, err := identity.ParsePage(r.URL.Query().Get("cursor"), r.URL.Query().Get("limit"))
+	if err != nil {
+		a.fail(w, r, err)
+		return identity.PageRequest{}, false
+	}
+	return page, true
 }
