@@ -190,17 +190,9 @@ func (b *bench) billingRig(ctx context.Context) (*billingRig, error) {
 		return nil, err
 	}
 	logPath := filepath.Join(b.dir, "billing.log")
-	if rig.svc, err = startService(ctx, "billing", port, logPath, b.p.bin, env, "billing", "serve"); err != nil {
+	if rig.svc, err = startReady(ctx, "billing", port, logPath, b.p.bin, env, "billing", "serve"); err != nil {
 		rig.stop()
 		return nil, err
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !probe(rig.svc.URL + "/readyz") {
-		if time.Now().After(deadline) {
-			rig.stop()
-			return nil, fmt.Errorf("billing not ready within 30s; see %s", logPath)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	if rig.db, err = sqldb.Open(ctx, dbURL); err != nil {
 		rig.stop()

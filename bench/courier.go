@@ -158,19 +158,11 @@ func (b *bench) startCourier(ctx context.Context, label string, sink *smtpSink, 
 		return nil, err
 	}
 	logPath := filepath.Join(b.dir, label+"-courier.log")
-	if rig.svc, err = startService(ctx, "courier", port, logPath, b.p.bin, full, "courier", "serve"); err != nil {
-		rig.stop()
-		return nil, err
-	}
 	// Courier starts its loops when its database gate opens: ready means
 	// the send loop, the deliverer and the consumer run.
-	deadline := time.Now().Add(30 * time.Second)
-	for !probe(rig.svc.URL + "/readyz") {
-		if time.Now().After(deadline) {
-			rig.stop()
-			return nil, fmt.Errorf("courier not ready within 30s; see %s", logPath)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if rig.svc, err = startReady(ctx, "courier", port, logPath, b.p.bin, full, "courier", "serve"); err != nil {
+		rig.stop()
+		return nil, err
 	}
 	return rig, nil
 }

@@ -87,17 +87,9 @@ func (b *bench) startDarkroom(ctx context.Context) (*darkroomRig, error) {
 		env[k] = v
 	}
 	logPath := filepath.Join(b.dir, "darkroom.log")
-	if rig.svc, err = startService(ctx, "darkroom", port, logPath, b.p.bin, env, "darkroom", "serve"); err != nil {
+	if rig.svc, err = startReady(ctx, "darkroom", port, logPath, b.p.bin, env, "darkroom", "serve"); err != nil {
 		rig.stop()
 		return nil, err
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !probe(rig.svc.URL + "/readyz") {
-		if time.Now().After(deadline) {
-			rig.stop()
-			return nil, fmt.Errorf("darkroom not ready within 30s; see %s", logPath)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	return rig, nil
 }

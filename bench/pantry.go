@@ -89,17 +89,9 @@ func (b *bench) startPantry(ctx context.Context) (*pantryRig, error) {
 		env[k] = v
 	}
 	logPath := filepath.Join(b.dir, "pantry.log")
-	if rig.svc, err = startService(ctx, "pantry", port, logPath, b.p.bin, env, "pantry", "serve"); err != nil {
+	if rig.svc, err = startReady(ctx, "pantry", port, logPath, b.p.bin, env, "pantry", "serve"); err != nil {
 		rig.stop()
 		return nil, err
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !probe(rig.svc.URL + "/readyz") {
-		if time.Now().After(deadline) {
-			rig.stop()
-			return nil, fmt.Errorf("pantry not ready within 30s; see %s", logPath)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	return rig, nil
 }

@@ -114,6 +114,25 @@ func startService(ctx context.Context, name string, port int, logPath, bin strin
 	}
 }
 
+// startReady starts a service as startService does and then waits until
+// its /readyz answers 200 (its database and loops are up), stopping it
+// when that takes more than 30 seconds.
+func startReady(ctx context.Context, name string, port int, logPath, bin string, env map[string]string, args ...string) (*service, error) {
+	s, err := startService(ctx, name, port, logPath, bin, env, args...)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !probe(s.URL + "/readyz") {
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("%s not ready within 30s; see %s", name, logPath)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return s, nil
+}
+
 func probe(url string) bool {
 	c := http.Client{Timeout: time.Second}
 	res, err := c.Get(url)
