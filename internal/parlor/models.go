@@ -170,8 +170,11 @@ func (c *Client) invoke(ctx context.Context, token, account, method, path string
 // ModelNames lists the model names the account's callers may use (its
 // aliases, and echo in development).
 func (c *Client) ModelNames(ctx context.Context, token, account string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.http.Timeout)
-	defer cancel()
+	if c.http.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.http.Timeout)
+		defer cancel()
+	}
 	resp, err := c.invoke(ctx, token, account, "GET", "/v1/models", nil)
 	if err != nil {
 		return nil, err
@@ -267,14 +270,13 @@ func (s *server) renderModels(w http.ResponseWriter, r *http.Request, sess *sess
 		return
 	}
 	var (
-		aliases       []ModelAlias
-		errs          [4]error
-		wg            sync.WaitGroup
-		budget, usage = &d.Budget, &d.Usage
+		aliases []ModelAlias
+		errs    [4]error
+		wg      sync.WaitGroup
 	)
 	wg.Go(func() { aliases, errs[0] = s.api.ModelAliases(r.Context(), sess.Token, id) })
-	wg.Go(func() { *budget, errs[1] = s.api.ModelBudget(r.Context(), sess.Token, id) })
-	wg.Go(func() { *usage, errs[2] = s.api.ModelUsage(r.Context(), sess.Token, id) })
+	wg.Go(func() { d.Budget, errs[1] = s.api.ModelBudget(r.Context(), sess.Token, id) })
+	wg.Go(func() { d.Usage, errs[2] = s.api.ModelUsage(r.Context(), sess.Token, id) })
 	wg.Go(func() { d.Models, errs[3] = s.api.ModelNames(r.Context(), sess.Token, id) })
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
