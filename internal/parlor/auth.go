@@ -37,6 +37,12 @@ var notices = map[string]string{
 	"project-deleted":   "The project was deleted; its address is free again.",
 	"starred":           "You starred this project.",
 	"unstarred":         "You no longer star this project.",
+
+	"credential-added":   "The provider credential was added. Its key is sealed and never shown again.",
+	"credential-removed": "The provider credential was removed.",
+	"alias-saved":        "The alias was saved.",
+	"alias-removed":      "The alias was removed.",
+	"budget-set":         "The monthly budget was set.",
 }
 
 func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }

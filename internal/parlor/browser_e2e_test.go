@@ -358,6 +358,7 @@ func TestBrowserJourney(t *testing.T) {
 	owner.do("project-starred", []string{"You starred this project.", "Unstar Rocket CLI"}, submit(`form[action$="/star"]`))
 	journeyDarkroom(t, owner, member, operator, base, team)
 	journeyBilling(t, owner, member, operator, base, team)
+	journeyMuse(t, owner, member, operator, base, team)
 	owner.do("signout", []string{"Your software, licensed and delivered"}, submit(`form[action="/signout"]`))
 	owner.do("signed-out", []string{"Sign in"}, chromedp.Navigate(base+"/app"))
 }

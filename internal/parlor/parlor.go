@@ -431,7 +431,7 @@ func localPath(next string) string {
 
 // contentSecurityPolicy allows only this origin's stylesheet and script
 // files: no inline script or style, no framing, forms post only here.
-const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // maxFormBytes bounds a posted form: every form here is a few short

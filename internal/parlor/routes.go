@@ -111,6 +111,14 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("POST /app/accounts/{id}/webhooks/{eid}/rotate", s.authed(s.rotateWebhook))
 	mux.Handle("GET /app/accounts/{id}/webhooks/{eid}/deliveries", s.authed(s.deliveries))
 	mux.Handle("POST /app/accounts/{id}/webhooks/{eid}/deliveries/{did}/retry", s.authed(s.retryDelivery))
+	// muse (models.go): the account's Models page and its playground
+	mux.Handle("GET /app/accounts/{id}/models", s.authed(s.models))
+	mux.Handle("POST /app/accounts/{id}/models/playground", s.authed(s.playground))
+	mux.Handle("POST /app/accounts/{id}/models/credentials", s.authed(s.addProviderCredential))
+	mux.Handle("POST /app/accounts/{id}/models/credentials/{cred}/remove", s.authed(s.removeProviderCredential))
+	mux.Handle("POST /app/accounts/{id}/models/aliases", s.authed(s.putModelAlias))
+	mux.Handle("POST /app/accounts/{id}/models/aliases/{alias}/delete", s.authed(s.deleteModelAlias))
+	mux.Handle("POST /app/accounts/{id}/models/budget", s.authed(s.setModelBudget))
 
 	// The OpenID Provider's sign-in and consent pages (oauth.go).
 	mux.HandleFunc("GET /oauth/sign-in", s.oauthSignInForm)

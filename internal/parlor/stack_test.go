@@ -30,6 +30,7 @@ import (
 	"github.com/platformco/platform/internal/darkroom/devs3"
 	"github.com/platformco/platform/internal/gateway/gatewaycmd"
 	"github.com/platformco/platform/internal/identity/identitycmd"
+	"github.com/platformco/platform/internal/muse/musecmd"
 	"github.com/platformco/platform/internal/pantry/pantrycmd"
 	"github.com/platformco/platform/internal/parlor"
 )
@@ -127,8 +128,19 @@ func startStackWith(t testing.TB, media bool) *stack {
 		t.Fatal(err)
 	}
 	pantryEnv := map[string]string{"DATABASE_URL": pantryDB, "IDENTITY_ISSUER": idURL, "PANTRY_IDENTITY_URL": idURL}
+	// muse with the development echo model, as platform dev runs it.
+	museLn, museURL := listen(t)
+	museDB := "sqlite:" + filepath.Join(dir, "muse.db")
+	if _, err := musecmd.Command.Migrate(ctx, museDB); err != nil {
+		t.Fatal(err)
+	}
+	var museCfg musecmd.Config
+	if err := musecmd.Command.Load(ctx, envOf(map[string]string{"DATABASE_URL": museDB, "IDENTITY_ISSUER": idURL, "MUSE_IDENTITY_URL": idURL,
+		"MUSE_VAULT_KEY": base64.StdEncoding.EncodeToString(key), "MUSE_ENV": "development", "MUSE_ECHO_ALIAS": "echo"}), &museCfg); err != nil {
+		t.Fatal(err)
+	}
 	gwEnv := map[string]string{
-		"IDENTITY_URL": idURL, "IDENTITY_ISSUER": idURL, "BOX_URL": boxURL, "PARLOR_URL": parlorURL, "COURIER_URL": courierURL, "PANTRY_URL": pantryURL,
+		"IDENTITY_URL": idURL, "IDENTITY_ISSUER": idURL, "BOX_URL": boxURL, "PARLOR_URL": parlorURL, "COURIER_URL": courierURL, "PANTRY_URL": pantryURL, "MUSE_URL": museURL,
 		// Every test request reaches the gateway from parlor's one address.
 		"GATEWAY_RATE_LIMIT": "100000",
 	}
@@ -160,6 +172,7 @@ func startStackWith(t testing.TB, media bool) *stack {
 		func() error { return gatewaycmd.Serve(ctx, gwCfg, logger, gwLn) },
 		func() error { return couriercmd.Serve(ctx, courierCfg, logger, courierLn) },
 		func() error { return pantrycmd.Serve(ctx, pantryCfg, logger, pantryLn) },
+		func() error { return musecmd.Serve(ctx, museCfg, logger, museLn) },
 	}
 	if serveDarkroom != nil {
 		serves = append(serves, serveDarkroom)
