@@ -381,6 +381,10 @@ type Identity interface {
 	// OperatorMe returns the staff user's id. Errors: unauthenticated,
 	// forbidden, unavailable.
 	OperatorMe(ctx context.Context, token string) (userID string, err error)
+	// Publisher returns the staff user on whose authority token may
+	// publish a release: a staff session, or a releases:publish key
+	// (its creator). Errors: unauthenticated, forbidden, unavailable.
+	Publisher(ctx context.Context, token string) (userID string, err error)
 	// AccountRole returns the caller's role in the account and, for an
 	// API key (role RoleAPIKey), its scopes. Errors: unauthenticated,
 	// not_found, unavailable.

@@ -91,6 +91,22 @@ func (s *Service) Staff(ctx context.Context, token string) (Staff, error) {
 	return Staff{userID: id}, nil
 }
 
+// Publisher checks with identity that token may publish a release: a
+// staff member's session, or a staff key with scope releases:publish,
+// which a pipeline holds instead of a person's session (licensing.md
+// section 4). Such a key passes no other staff check. Errors:
+// unauthenticated, forbidden, unavailable.
+func (s *Service) Publisher(ctx context.Context, token string) (Staff, error) {
+	if token == "" {
+		return Staff{}, unauthenticated()
+	}
+	id, err := s.identity.Publisher(ctx, token)
+	if err != nil {
+		return Staff{}, err
+	}
+	return Staff{userID: id}, nil
+}
+
 // Member checks with identity that token belongs to a member of accountID.
 // A malformed account id names no account and is not sent to identity.
 // Errors: unauthenticated, not_found, unavailable.

@@ -42,9 +42,15 @@ const (
 	// ScopeModelsInvoke lets a key call models through muse's
 	// OpenAI-compatible routes (muse.md section 1).
 	ScopeModelsInvoke = "models:invoke"
+	// ScopeReleasesPublish lets a staff key publish releases at box from a
+	// release pipeline (licensing.md section 4). Only staff issue it
+	// (CreateStaffAPIKey), never an account's admin, and no route but
+	// publishing a release accepts it.
+	ScopeReleasesPublish = "releases:publish"
 )
 
-// Scopes lists every scope an API key may carry.
+// Scopes lists every scope an account's admin may give a key; a staff
+// key's scope, ScopeReleasesPublish, is not among them.
 func Scopes() []string {
 	return []string{ScopeAccountRead, ScopeEntitlementsRead, ScopeArtifactsFetch, ScopeReleasesRead, ScopeReleasesApprove, ScopeProjectsWrite, ScopeInstallationsWrite, ScopeModelsInvoke}
 }
@@ -174,7 +180,8 @@ func (s *Service) RevokeAPIKey(ctx context.Context, p Principal, keyID string) e
 // authenticateAPIKey resolves an API key. Its principal has no user; on
 // an account route it is the key's account (with RoleAPIKey) when the
 // route names that account, and no account otherwise (so the route
-// answers 404, as for a non-member).
+// answers 404, as for a non-member). A releases:publish key has no
+// account on any route.
 func (s *Service) authenticateAPIKey(ctx context.Context, token, accountID string) (Principal, error) {
 	if !ValidAPIKeyToken(token) {
 		return Principal{}, ErrUnauthorized
@@ -184,7 +191,9 @@ func (s *Service) authenticateAPIKey(ctx context.Context, token, accountID strin
 		return Principal{}, err
 	}
 	p := Principal{APIKey: &k}
-	if accountID != "" && accountID == k.AccountID {
+	// A publishing key acts on no account's routes: its account is where
+	// it is kept, not what it may read.
+	if accountID != "" && accountID == k.AccountID && !k.HasScope(ScopeReleasesPublish) {
 		a.Role = RoleAPIKey
 		p.Account = &a
 	}
@@ -216,6 +225,125 @@ func ParseScopes(in []string) ([]string, bool) {
 		}
 	}
 	return out, len(out) > 0
+}
+
+// StaffAPIKeyInput is a staff member's request for a publishing key.
+type StaffAPIKeyInput struct {
+	// AccountID is the company's own account the key belongs to; the
+	// staff member must be an admin of it.
+	AccountID string
+	Name      string
+	ExpiresAt *time.Time
+}
+
+// StaffAPIKeyStore persists staff keys: rows of api_keys whose only
+// scope is ScopeReleasesPublish, which the account routes neither list
+// nor revoke.
+type StaffAPIKeyStore interface {
+	// StaffAPIKeys returns every live publishing key, oldest first.
+	StaffAPIKeys(ctx context.Context) ([]APIKey, error)
+	// RevokeStaffAPIKey revokes a live publishing key by one conditional
+	// UPDATE and emits identity.api_key.revoked. Errors: ErrAPIKeyNotFound.
+	RevokeStaffAPIKey(ctx context.Context, keyID, by string) error
+}
+
+// CreateStaffAPIKey issues a releases:publish key, so a release pipeline
+// publishes without a person's session (licensing.md section 4). The
+// caller must be staff and an admin of in.AccountID, the company's own
+// account; the key stops working when it is revoked, when its creator
+// stops being an admin of that account or stops being staff. Errors:
+// ErrNotStaff, CodeValidation (name, expires_at), CodeNotFound (no such
+// account or not a member), CodeForbidden (a member below admin).
+func (s *Service) CreateStaffAPIKey(ctx context.Context, p Principal, in StaffAPIKeyInput) (APIKey, error) {
+	if p.APIKey != nil || !p.User.Staff {
+		return APIKey{}, ErrNotStaff
+	}
+	name, nameOK := normalizeName(in.Name)
+	var f errs.Fields
+	switch {
+	case name == "":
+		f.Add("name", RuleRequired)
+	case utf8.RuneCountInString(name) > NameMax:
+		f.Add("name", RuleTooLong)
+	case !nameOK:
+		f.Add("name", RuleInvalid)
+	}
+	if in.AccountID == "" {
+		f.Add("account_id", RuleRequired)
+	}
+	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.opts.Now()) {
+		f.Add("expires_at", RuleInvalid)
+	}
+	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
+		return APIKey{}, err
+	}
+	accountID, ok := ids.Parse(in.AccountID)
+	if !ok {
+		return APIKey{}, ErrAccountNotFound
+	}
+	tok, digest := newAPIKeyToken()
+	k := APIKey{AccountID: accountID, Name: name, Scopes: []string{ScopeReleasesPublish}, CreatedBy: p.User.ID}
+	if in.ExpiresAt != nil {
+		t := in.ExpiresAt.UTC().Truncate(time.Microsecond)
+		k.ExpiresAt = &t
+	}
+	k, err := s.store.CreateAPIKey(ctx, k, digest, p.User.ID)
+	if err != nil {
+		return APIKey{}, err
+	}
+	k.Token = tok
+	return k, nil
+}
+
+// StaffAPIKeys lists every live publishing key for staff, never their
+// tokens. Errors: ErrNotStaff.
+func (s *Service) StaffAPIKeys(ctx context.Context, p Principal) ([]APIKey, error) {
+	if p.APIKey != nil || !p.User.Staff {
+		return nil, ErrNotStaff
+	}
+	return s.store.StaffAPIKeys(ctx)
+}
+
+// RevokeStaffAPIKey revokes a publishing key; any staff member may, not
+// only its creator. Errors: ErrNotStaff, CodeNotFound.
+func (s *Service) RevokeStaffAPIKey(ctx context.Context, p Principal, keyID string) error {
+	if p.APIKey != nil || !p.User.Staff {
+		return ErrNotStaff
+	}
+	id, ok := ids.Parse(keyID)
+	if !ok {
+		return ErrAPIKeyNotFound
+	}
+	return s.store.RevokeStaffAPIKey(ctx, id, p.User.ID)
+}
+
+// Publisher is who may publish a release: a staff member's session, or a
+// live releases:publish key acting on its creator's authority.
+type Publisher struct {
+	// UserID is the staff member: the session's user or the key's creator.
+	UserID string
+	// APIKeyID is the key's id; empty for a session.
+	APIKeyID string
+}
+
+// Publisher resolves token for box's release publishing. Errors:
+// ErrUnauthorized, ErrNotStaff (a person who is not staff), and
+// ErrInsufficientScope (a key without ScopeReleasesPublish).
+func (s *Service) Publisher(ctx context.Context, token string) (Publisher, error) {
+	p, err := s.Authenticate(ctx, token, "")
+	if err != nil {
+		return Publisher{}, err
+	}
+	if p.APIKey != nil {
+		if !p.APIKey.HasScope(ScopeReleasesPublish) {
+			return Publisher{}, ErrInsufficientScope
+		}
+		return Publisher{UserID: p.APIKey.CreatedBy, APIKeyID: p.APIKey.ID}, nil
+	}
+	if !p.User.Staff {
+		return Publisher{}, ErrNotStaff
+	}
+	return Publisher{UserID: p.User.ID}, nil
 }
 
 func newAPIKeyToken() (token, digest string) {

@@ -36,6 +36,7 @@ type Store interface {
 	LifecycleStore
 	MFAStore
 	APIKeyStore
+	StaffAPIKeyStore
 	StaffStore
 
 	// CreateUser creates the user, a personal account and the owner

@@ -32,6 +32,8 @@ var notices = map[string]string{
 	"mfa_off":     "Two-factor authentication is off.",
 	"key_gone":    "The API key was revoked; it stopped working at once.",
 
+	"publish_key_gone": "The publishing key was revoked; it stopped working at once.",
+
 	"project-published": "The project was published.",
 	"project-saved":     "The project was saved.",
 	"project-deleted":   "The project was deleted; its address is free again.",

@@ -356,6 +356,7 @@ func TestBrowserJourney(t *testing.T) {
 	owner.do("project-page", []string{"Counts down, then launches.", "Built with", "Star Rocket CLI"},
 		chromedp.Click(chromedp.CSS(`ul.projects h2 a`)))
 	owner.do("project-starred", []string{"You starred this project.", "Unstar Rocket CLI"}, submit(`form[action$="/star"]`))
+	journeyLicensing(t, owner, member, operator, base, team)
 	journeyDarkroom(t, owner, member, operator, base, team)
 	journeyBilling(t, owner, member, operator, base, team)
 	journeyMuse(t, owner, member, operator, base, team)

@@ -265,7 +265,9 @@ type scopeChoice struct {
 	Checked           bool
 }
 
-// apiKeyScopes are identity's closed set of scopes, in words.
+// apiKeyScopes are identity's closed set of scopes an account's admin
+// may give, in words. One more, releases:publish, only staff give, on
+// the console's Releases page (operator_keys.go).
 var apiKeyScopes = []scopeChoice{
 	{Name: "account:read", Description: "Read this account: its name, handle and the key's own scopes."},
 	{Name: "entitlements:read", Description: "List the products this account holds."},

@@ -278,6 +278,7 @@ func (s *server) revoke(w http.ResponseWriter, r *http.Request, sess *session) {
 type operatorReleasesData struct {
 	Products []string
 	Releases []Release
+	Keys     publishKeysData
 }
 
 func (s *server) operatorReleases(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -285,6 +286,12 @@ func (s *server) operatorReleases(w http.ResponseWriter, r *http.Request, sess *
 }
 
 func (s *server) renderOperatorReleases(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int) {
+	s.renderOperatorReleasesWith(w, r, sess, p, status, "")
+}
+
+// renderOperatorReleasesWith renders the Releases page with the
+// publishing keys' section; token is a key just issued, shown once.
+func (s *server) renderOperatorReleasesWith(w http.ResponseWriter, r *http.Request, sess *session, p *page, status int, token string) {
 	p.Title, p.User, p.Tab = "Releases", &sess.Me, "releases"
 	d := operatorReleasesData{Products: products}
 	if status != http.StatusServiceUnavailable {
@@ -293,7 +300,13 @@ func (s *server) renderOperatorReleases(w http.ResponseWriter, r *http.Request, 
 			status = formFailure(p, err)
 		}
 		d.Releases = list
+		keys, err := s.publishKeys(r.Context(), sess)
+		if err != nil && status < 400 {
+			status = formFailure(p, err)
+		}
+		d.Keys = keys
 	}
+	d.Keys.Token = token
 	p.Data = d
 	s.render(w, r, status, "operator_releases", p)
 }

@@ -142,6 +142,8 @@ func New(d Deps) (http.Handler, error) {
 	mux.Handle("POST /operator/entitlements/{eid}/revoke", s.staffOnly(s.revoke))
 	mux.Handle("GET /operator/releases", s.staffOnly(s.operatorReleases))
 	mux.Handle("POST /operator/releases", s.staffOnly(s.publish))
+	mux.Handle("POST /operator/releases/keys", s.staffOnly(s.createPublishKey))
+	mux.Handle("POST /operator/releases/keys/{kid}/revoke", s.staffOnly(s.revokePublishKey))
 	mux.Handle("GET /operator/payments", s.staffOnly(s.operatorPayments))
 	mux.Handle("POST /operator/payments/{rid}/grant", s.staffOnly(s.reconcile("grant")))
 	mux.Handle("POST /operator/payments/{rid}/revoke", s.staffOnly(s.reconcile("revoke")))

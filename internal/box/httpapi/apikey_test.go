@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/platformco/platform/internal/openapi/openapitest"
@@ -80,4 +82,47 @@ func exerciseKeyScopes(t *testing.T, c *openapitest.Client, e *env, installation
 	c.Do("GET", acct+"/audit-events", "", 200, key)
 	e.identity.setOverride(answer(200, `{"id":"`+account+`","role":"api_key","scopes":["releases:read"]}`))
 	c.Code("GET", acct+"/audit-events", "", 403, "insufficient_scope", key)
+}
+
+// TestPublishingKey: a staff key with releases:publish publishes a
+// release (box asks identity's GET /v1/operator/publisher, which admits
+// it) and nothing else (identity's GET /v1/operator/me refuses every
+// key, so every other staff route is 403); a revoked key is 401.
+func TestPublishingKey(t *testing.T) {
+	const creator = "11111111-1111-4111-8111-111111111111"
+	live := func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/operator/publisher":
+			answer(200, `{"user_id":"`+creator+`","api_key_id":"22222222-2222-4222-8222-222222222222"}`)(w, r)
+		case "/v1/operator/me":
+			answer(403, `{"code":"insufficient_scope"}`)(w, r)
+		default:
+			answer(404, `{"code":"not_found"}`)(w, r)
+		}
+	}
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine, envOptions{})
+		e.identity.setOverride(live)
+		res := e.do("POST", "/v1/operator/releases", "plat_k", `{"product":"platform","version":"3.0.0"}`)
+		if res.status != http.StatusCreated || !strings.Contains(res.raw, `"published_by":"`+creator+`"`) {
+			t.Fatalf("publish with the key = %d %s, want 201 published by the key's creator", res.status, res.raw)
+		}
+		for _, c := range []struct{ method, path, body string }{
+			{"POST", "/v1/operator/entitlements", `{"account_id":"` + account + `","product":"platform","source":"reconciled_payment","reference":"pi_1"}`},
+			{"GET", "/v1/operator/releases", ""},
+			{"GET", "/v1/operator/entitlements", ""},
+			{"GET", "/v1/operator/installations?account_id=" + account, ""},
+		} {
+			if res := e.do(c.method, c.path, "plat_k", c.body); res.status != http.StatusForbidden {
+				t.Errorf("%s %s with the key = %d %s, want 403", c.method, c.path, res.status, res.raw)
+			}
+		}
+		e.identity.setOverride(answer(401, `{"code":"unauthorized"}`))
+		if res := e.do("POST", "/v1/operator/releases", "plat_k", `{"product":"platform","version":"3.0.1"}`); res.status != http.StatusUnauthorized {
+			t.Errorf("publish with a revoked key = %d %s, want 401", res.status, res.raw)
+		}
+		if n := e.count(`SELECT count(*) FROM releases`); n != 1 {
+			t.Errorf("%d releases, want the one the live key published", n)
+		}
+	})
 }

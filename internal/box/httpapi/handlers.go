@@ -40,6 +40,17 @@ func (h *handlers) staff(w http.ResponseWriter, r *http.Request) (box.Staff, boo
 	return s, true
 }
 
+// publisher runs the publishing check: a staff session, or a staff key
+// with releases:publish.
+func (h *handlers) publisher(w http.ResponseWriter, r *http.Request) (box.Staff, bool) {
+	s, err := h.svc.Publisher(r.Context(), bearer(r))
+	if err != nil {
+		writeError(w, r, h.logger, err)
+		return box.Staff{}, false
+	}
+	return s, true
+}
+
 // member runs the membership check of the path's account; withUser also
 // resolves the caller's user id.
 func (h *handlers) member(w http.ResponseWriter, r *http.Request, withUser bool) (box.Member, bool) {
@@ -83,6 +94,18 @@ type idempotent func(userID string, next http.Handler) http.Handler
 func (h *handlers) asStaff(once idempotent, fn func(http.ResponseWriter, *http.Request, box.Staff)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, ok := h.staff(w, r)
+		if !ok {
+			return
+		}
+		once(s.UserID(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fn(w, r, s) })).ServeHTTP(w, r)
+	})
+}
+
+// asPublisher is asStaff with the publishing check, which admits a staff
+// key with releases:publish as well as a staff session.
+func (h *handlers) asPublisher(once idempotent, fn func(http.ResponseWriter, *http.Request, box.Staff)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, ok := h.publisher(w, r)
 		if !ok {
 			return
 		}

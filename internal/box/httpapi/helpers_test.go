@@ -96,6 +96,12 @@ func (f *fakeIdentity) directory(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, 200, map[string]any{"user": map[string]any{"id": u.id, "email": "staff@example.com", "staff": true}})
+	case r.URL.Path == "/v1/operator/publisher":
+		if !u.staff {
+			problem(w, http.StatusForbidden)
+			return
+		}
+		writeJSON(w, 200, map[string]any{"user_id": u.id, "api_key_id": nil})
 	case r.URL.Path == "/v1/me":
 		writeJSON(w, 200, map[string]any{"id": u.id, "email": "x@example.com", "display_name": "", "staff": u.staff})
 	case strings.HasPrefix(r.URL.Path, "/v1/accounts/"):

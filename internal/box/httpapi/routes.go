@@ -84,7 +84,9 @@ func routes(mux *http.ServeMux, h *handlers, idem *idempotency.Store) {
 	mux.HandleFunc("POST /v1/operator/entitlements/{id}/revoke", h.revoke)
 	mux.HandleFunc("GET /v1/operator/releases", h.listReleases)
 	mux.HandleFunc("GET /v1/operator/audit-events", h.auditTrail)
-	mux.Handle("POST /v1/operator/releases", h.asStaff(once, h.publishRelease))
+	// A release pipeline publishes with a staff key (releases:publish)
+	// rather than a person's session (licensing.md section 4).
+	mux.Handle("POST /v1/operator/releases", h.asPublisher(once, h.publishRelease))
 	mux.HandleFunc("GET /v1/accounts/{account_id}/entitlements", h.customerEntitlements)
 	mux.HandleFunc("GET /v1/accounts/{account_id}/holdings", h.holdings)
 	mux.Handle("POST /v1/accounts/{account_id}/artifact_fetches", h.asMember(false, once, h.fetchArtifact))

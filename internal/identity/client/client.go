@@ -1,6 +1,7 @@
 // Package client is the one client of identity's API that other services
 // use: who a bearer credential belongs to (GET /v1/me), whether it is
-// platform staff (GET /v1/operator/me), and the caller's role in an
+// platform staff (GET /v1/operator/me), whether it may publish a release
+// (GET /v1/operator/publisher), and the caller's role in an
 // account, with an API key's scopes (GET /v1/accounts/{id}). Identity owns
 // it, so its contract and its failure mapping live in one place.
 //
@@ -246,6 +247,38 @@ func (c *Client) OperatorMe(ctx context.Context, token string) (string, error) {
 		return "", answer(c.errors.Forbidden)
 	}
 	return *me.User.ID, nil
+}
+
+// Publisher returns the staff member on whose authority the caller may
+// publish a release: a staff session's user, or a live releases:publish
+// key's creator (licensing.md section 4). It is the only check that
+// admits such a key; OperatorMe refuses every key. Errors:
+// Unauthenticated (401), Forbidden (403, 404), Unavailable.
+func (c *Client) Publisher(ctx context.Context, token string) (string, error) {
+	const call = "publisher"
+	status, body, err := c.get(ctx, call, "/v1/operator/publisher", token)
+	if err != nil {
+		return "", err
+	}
+	switch status {
+	case http.StatusOK:
+	case http.StatusUnauthorized:
+		return "", answer(c.errors.Unauthenticated)
+	case http.StatusForbidden, http.StatusNotFound:
+		return "", answer(c.errors.Forbidden)
+	default:
+		return "", c.unexpected(ctx, call, status)
+	}
+	var pub struct {
+		UserID *string `json:"user_id"`
+	}
+	if err := decode(body, &pub); err != nil {
+		return "", c.failure(ctx, call, "malformed_body", "err", err.Error())
+	}
+	if pub.UserID == nil || strings.TrimSpace(*pub.UserID) == "" {
+		return "", c.failure(ctx, call, "empty_user_id")
+	}
+	return *pub.UserID, nil
 }
 
 // AccountRole returns the caller's role in accountID and, for an API key

@@ -96,3 +96,78 @@ func (a *api) revokeAPIKey(w http.ResponseWriter, r *http.Request, p identity.Pr
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// createStaffAPIKey issues a releases:publish key for a release pipeline
+// (licensing.md section 4): staff only, in the company's own account,
+// whose admin the staff member must be. The token is in this answer only.
+func (a *api) createStaffAPIKey(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	if !p.User.Staff {
+		a.fail(w, r, identity.ErrNotStaff)
+		return
+	}
+	var in struct {
+		Name      string     `json:"name"`
+		AccountID string     `json:"account_id"`
+		ExpiresAt *time.Time `json:"expires_at"`
+	}
+	if err := httpx.DecodeJSON(w, r, &in); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	k, err := a.svc.CreateStaffAPIKey(r.Context(), p, identity.StaffAPIKeyInput{AccountID: in.AccountID, Name: in.Name, ExpiresAt: in.ExpiresAt})
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Location", "/v1/operator/api_keys/"+k.ID)
+	httpx.WriteJSON(w, http.StatusCreated, struct {
+		APIKey apiKeyBody `json:"api_key"`
+		Token  string     `json:"token"`
+	}{apiKeyOut(k), k.Token})
+}
+
+func (a *api) listStaffAPIKeys(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	keys, err := a.svc.StaffAPIKeys(r.Context(), p)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	out := struct {
+		APIKeys []apiKeyBody `json:"api_keys"`
+	}{make([]apiKeyBody, len(keys))}
+	for i, k := range keys {
+		out.APIKeys[i] = apiKeyOut(k)
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+func (a *api) revokeStaffAPIKey(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	if err := a.svc.RevokeStaffAPIKey(r.Context(), p, r.PathValue("keyID")); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// publisher answers box's question before it publishes a release: is
+// the bearer a staff member's session or a live releases:publish key? It
+// is the one identity route a publishing key may call; GET
+// /v1/operator/me and every other staff route refuse any key, so such a
+// key can do nothing but publish.
+func (a *api) publisher(w http.ResponseWriter, r *http.Request) {
+	tok, _ := token(r)
+	pub, err := a.svc.Publisher(r.Context(), tok)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var keyID *string
+	if pub.APIKeyID != "" {
+		keyID = &pub.APIKeyID
+	}
+	httpx.WriteJSON(w, http.StatusOK, struct {
+		UserID   string  `json:"user_id"`
+		APIKeyID *string `json:"api_key_id"`
+	}{pub.UserID, keyID})
+}

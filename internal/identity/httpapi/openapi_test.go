@@ -436,6 +436,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		// at registration).
 		lifecycleConformance(t, c, env, login)
 		exerciseMFAAndKeys(t, c, env, login("owner@example.com"))
+		exerciseStaffKeys(t, c, login("staff@example.com"), login("owner@example.com"))
 
 		// Without a database every /v1 route and the key set are 404.
 		nodb := openapitest.NewClient(t, OpenAPI(), NewServer(Deps{Logger: logger}), seen)
@@ -477,6 +478,10 @@ func oaRoutes(accountID, userID string) []oaRoute {
 		{"GET", "/v1/operator/staff-changes", ""},
 		{"GET", "/v1/operator/accounts/" + accountID, ""},
 		{"GET", "/v1/operator/accounts/" + accountID + "/members", ""},
+		{"GET", "/v1/operator/api_keys", ""},
+		{"POST", "/v1/operator/api_keys", `{"name":"ci","account_id":"` + accountID + `"}`},
+		{"DELETE", "/v1/operator/api_keys/" + userID, ""},
+		{"GET", "/v1/operator/publisher", ""},
 		{"GET", "/v1/accounts", ""},
 		{"POST", "/v1/accounts", `{"name":"Third"}`},
 		{"GET", acct, ""},

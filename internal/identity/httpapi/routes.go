@@ -89,6 +89,12 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.Handle("GET /v1/operator/staff-changes", a.authenticated(a.staffChanges))
 	mux.Handle("GET /v1/operator/accounts/{accountID}", a.authenticated(a.staffAccount))
 	mux.Handle("GET /v1/operator/accounts/{accountID}/members", a.authenticated(a.staffMembers))
+	// Staff keys for release pipelines (licensing.md section 4), and the
+	// check box makes before it publishes a release.
+	mux.Handle("GET /v1/operator/api_keys", a.authenticated(a.listStaffAPIKeys))
+	mux.Handle("POST /v1/operator/api_keys", a.authenticated(a.createStaffAPIKey))
+	mux.Handle("DELETE /v1/operator/api_keys/{keyID}", a.authenticated(a.revokeStaffAPIKey))
+	mux.HandleFunc("GET /v1/operator/publisher", a.publisher)
 
 	mux.Handle("GET /v1/accounts", a.authenticated(a.listAccounts))
 	mux.Handle("POST /v1/accounts", a.authenticated(a.idempotentFor(a.createAccount)))

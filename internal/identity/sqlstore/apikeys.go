@@ -57,8 +57,8 @@ func scanAPIKey(row interface{ Scan(...any) error }, extra ...any) (identity.API
 func (s *Store) ListAPIKeys(ctx context.Context, accountID string) ([]identity.APIKey, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT `+apiKeyColumns+` FROM api_keys k
-		WHERE k.account_id = $1 AND k.revoked_at IS NULL
-		ORDER BY k.created_at, k.id`, accountID)
+		WHERE k.account_id = $1 AND k.revoked_at IS NULL AND k.scopes <> $2
+		ORDER BY k.created_at, k.id`, accountID, identity.ScopeReleasesPublish)
 	if err != nil {
 		return nil, err
 	}
@@ -84,8 +84,9 @@ func (s *Store) RevokeAPIKey(ctx context.Context, accountID, keyID, by string) e
 			return err
 		}
 		res, err := tx.Exec(ctx, `
-			UPDATE api_keys SET revoked_at = $3 WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL`,
-			keyID, accountID, tx.Now)
+			UPDATE api_keys SET revoked_at = $3
+			WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL AND scopes <> $4`,
+			keyID, accountID, tx.Now, identity.ScopeReleasesPublish)
 		if err != nil {
 			return err
 		}
@@ -94,6 +95,80 @@ func (s *Store) RevokeAPIKey(ctx context.Context, accountID, keyID, by string) e
 		}
 		return writeEvents(ctx, tx, identity.APIKeyRevoked(keyID, accountID, by))
 	})
+}
+
+// StaffAPIKeys implements identity.StaffAPIKeyStore. A publishing key's
+// scopes column holds exactly identity.ScopeReleasesPublish: the account
+// routes filter on that value, and no account key can carry it.
+func (s *Store) StaffAPIKeys(ctx context.Context) ([]identity.APIKey, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT `+apiKeyColumns+` FROM api_keys k
+		WHERE k.scopes = $1 AND k.revoked_at IS NULL
+		ORDER BY k.created_at, k.id`, identity.ScopeReleasesPublish)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []identity.APIKey{}
+	for rows.Next() {
+		k, err := scanAPIKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// RevokeStaffAPIKey implements identity.StaffAPIKeyStore.
+func (s *Store) RevokeStaffAPIKey(ctx context.Context, keyID, by string) error {
+	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
+		var accountID string
+		err := tx.QueryRow(ctx, `
+			UPDATE api_keys SET revoked_at = $2
+			WHERE id = $1 AND scopes = $3 AND revoked_at IS NULL
+			RETURNING account_id`, keyID, tx.Now, identity.ScopeReleasesPublish).Scan(&accountID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return identity.ErrAPIKeyNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return writeEvents(ctx, tx, identity.APIKeyRevoked(keyID, accountID, by))
+	})
+}
+
+// revokeStaffKeys revokes the publishing keys userID created when they
+// stop being staff, in the caller's transaction, one event each.
+func revokeStaffKeys(ctx context.Context, tx *sqldb.Tx, userID, by string) error {
+	rows, err := tx.Query(ctx, `
+		UPDATE api_keys SET revoked_at = $3
+		WHERE created_by = $1 AND scopes = $2 AND revoked_at IS NULL
+		RETURNING id, account_id`, userID, identity.ScopeReleasesPublish, tx.Now)
+	if err != nil {
+		return err
+	}
+	var revoked [][2]string
+	for rows.Next() {
+		var id, account string
+		if err := rows.Scan(&id, &account); err != nil {
+			rows.Close()
+			return err
+		}
+		revoked = append(revoked, [2]string{id, account})
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, k := range revoked {
+		if err := writeEvents(ctx, tx, identity.APIKeyRevoked(k[0], k[1], by)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // revokeCreatorKeys revokes userID's keys for accountID when they stop

@@ -413,6 +413,12 @@ func (s *Store) SetStaff(ctx context.Context, email string, staff bool, actor st
 		if err != nil {
 			return err
 		}
+		if !staff {
+			// A publishing key acts on its creator's staff authority.
+			if err := revokeStaffKeys(ctx, tx, userID, userID); err != nil {
+				return err
+			}
+		}
 		return writeEvents(ctx, tx, identity.StaffChanged(userID, staff))
 	})
 }

@@ -31,7 +31,8 @@ var Command = service.Command[Config, *Config]{
 	Usage: `  publish --repository R --version X.Y.Z DIR_OR_TARBALL
              push an OCI layout directory or an image tarball to
              KEYHOLDER_REGISTRY_URL and publish the release at BOX_URL
-             with the staff token in PLATFORM_TOKEN
+             with the staff token in PLATFORM_TOKEN: a staff session,
+             or a pipeline's staff key (plat_…, scope releases:publish)
   publish --repository R --version X.Y.Z --files FILE...
              the same with files customers download in a browser (an
              ORAS artifact, one titled layer per file)`,

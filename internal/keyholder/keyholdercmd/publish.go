@@ -56,7 +56,10 @@ func runPublish(ctx context.Context, args []string, env cli.Env) error {
 		RegistryUsername string `env:"KEYHOLDER_REGISTRY_USERNAME"`
 		RegistryPassword string `env:"KEYHOLDER_REGISTRY_PASSWORD"`
 		BoxURL           string `env:"BOX_URL, default=http://localhost:8082" rule:"url"`
-		// Token is a staff token: box publishes the release on its authority.
+		// Token is a staff session or, in a release pipeline, a staff key
+		// with scope releases:publish (POST /v1/operator/api_keys), so the
+		// pipeline holds no person's session: box publishes the release on
+		// its authority.
 		Token string `env:"PLATFORM_TOKEN, required"`
 	}
 	err := config.Load(ctx, env.Getenv, &cfg)
