@@ -45,6 +45,8 @@ type request struct {
 	token  string
 	body   []byte
 	want   int
+	// header is added to the request (nil for none).
+	header http.Header
 }
 
 func (r request) do(ctx context.Context) error {
@@ -67,6 +69,9 @@ func (r request) read(ctx context.Context, into any) (int, error) {
 	}
 	if r.token != "" {
 		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	for k, v := range r.header {
+		req.Header[k] = v
 	}
 	res, err := r.client.Do(req)
 	if err != nil {

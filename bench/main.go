@@ -39,7 +39,7 @@ import (
 )
 
 // scenarioNames are the scenarios `--scenario all` runs, in order.
-var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "apikey", "mfa", "oidc", "observe", "email", "webhook", "manifest", "blob", "pullrss", "pantry", "darkroom", "ingest", "checkout", "plans"}
+var scenarioNames = []string{"read", "login", "flood", "artifact", "grant", "gateway", "outbox", "apikey", "mfa", "oidc", "observe", "email", "webhook", "manifest", "blob", "pullrss", "pantry", "darkroom", "ingest", "checkout", "plans", "muse"}
 
 type config struct {
 	engine      string
@@ -269,6 +269,8 @@ func run(ctx context.Context, cfg config) (bool, error) {
 			res, err = b.registryPullRSS(ctx)
 		case "pantry":
 			res, err = b.pantry(ctx)
+		case "muse":
+			res, err = b.museScenario(ctx)
 		case "ingest":
 			res, err = b.billingIngest(ctx)
 		case "checkout":

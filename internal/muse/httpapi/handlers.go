@@ -100,12 +100,19 @@ type chatWriter struct {
 	started bool
 }
 
+// Reply sends a whole completion and flushes it: the caller has its
+// answer while the completion is metered, as a stream's caller has its
+// last chunk.
 func (c *chatWriter) Reply(body []byte) error {
-	c.w.Header().Set("Content-Type", "application/json")
-	c.w.Header().Set("Cache-Control", "no-store")
+	h := c.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	c.w.WriteHeader(http.StatusOK)
-	_, err := c.w.Write(body)
-	return err
+	if _, err := c.w.Write(body); err != nil {
+		return err
+	}
+	return http.NewResponseController(c.w).Flush()
 }
 
 func (c *chatWriter) event(data []byte) error {

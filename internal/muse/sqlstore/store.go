@@ -56,7 +56,7 @@ func writeEvent(ctx context.Context, tx *sqldb.Tx, ev muse.Event) error {
 
 // CreateCredential implements muse.Store.
 func (s *Store) CreateCredential(ctx context.Context, c muse.Credential) error {
-	_, err := s.db.Exec(ctx, `
+	_, err := s.db.Write(ctx, `
 		INSERT INTO provider_credentials (id, account_id, provider, name, base_url, sealed_key, last_four, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		c.ID, nullable(c.AccountID), c.Provider, c.Name, c.BaseURL, c.Sealed, c.LastFour, sqldb.Timestamp(s.db.Now()))
@@ -122,9 +122,9 @@ func (s *Store) DeleteCredential(ctx context.Context, accountID, id string) erro
 		err error
 	)
 	if accountID == "" {
-		res, err = s.db.Exec(ctx, `DELETE FROM provider_credentials WHERE id = $1 AND account_id IS NULL`, id)
+		res, err = s.db.Write(ctx, `DELETE FROM provider_credentials WHERE id = $1 AND account_id IS NULL`, id)
 	} else {
-		res, err = s.db.Exec(ctx, `DELETE FROM provider_credentials WHERE id = $1 AND account_id = $2`, id, accountID)
+		res, err = s.db.Write(ctx, `DELETE FROM provider_credentials WHERE id = $1 AND account_id = $2`, id, accountID)
 	}
 	if sqldb.IsForeignKeyViolation(err) {
 		return errs.New(muse.CodeCredentialInUse, "an alias still routes to this credential; change or delete the alias first")
@@ -221,7 +221,7 @@ func (s *Store) aliases(ctx context.Context, accountID, name string) ([]muse.Ali
 
 // DeleteAlias implements muse.Store; its targets go with it.
 func (s *Store) DeleteAlias(ctx context.Context, accountID, name string) error {
-	res, err := s.db.Exec(ctx, `DELETE FROM model_aliases WHERE account_id = $1 AND alias = $2`, accountID, name)
+	res, err := s.db.Write(ctx, `DELETE FROM model_aliases WHERE account_id = $1 AND alias = $2`, accountID, name)
 	if err != nil {
 		return err
 	}
@@ -236,10 +236,10 @@ func (s *Store) DeleteAlias(ctx context.Context, accountID, name string) error {
 // SetBudget implements muse.Store.
 func (s *Store) SetBudget(ctx context.Context, accountID string, monthly int64) error {
 	if monthly == 0 {
-		_, err := s.db.Exec(ctx, `DELETE FROM budgets WHERE account_id = $1`, accountID)
+		_, err := s.db.Write(ctx, `DELETE FROM budgets WHERE account_id = $1`, accountID)
 		return err
 	}
-	_, err := s.db.Exec(ctx, `
+	_, err := s.db.Write(ctx, `
 		INSERT INTO budgets (account_id, monthly_tokens, updated_at) VALUES ($1, $2, $3)
 		ON CONFLICT (account_id) DO UPDATE SET monthly_tokens = excluded.monthly_tokens, updated_at = excluded.updated_at`,
 		accountID, monthly, sqldb.Timestamp(s.db.Now()))
