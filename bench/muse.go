@@ -291,17 +291,23 @@ func (b *bench) museScenario(ctx context.Context) (*Scenario, error) {
 	defer rig.stop()
 
 	// One client, an upstream that answers at once: the p50 muse adds.
+	// Beside them, the identity read muse makes for each completion (the
+	// key's role in the account), to see what share of the addition it is.
 	one := newClient(1)
-	total, byRound, err := b.interleaved(ctx, []op{rig.direct(one, 0)}, []op{rig.through(one, 0)})
+	role := request{client: one, method: "GET", url: b.p.identity.URL + "/v1/accounts/" + b.p.users[0].AccountID,
+		path: "identity /v1/accounts/{id}", token: rig.key, want: http.StatusOK}.do
+	total, byRound, err := b.interleaved(ctx, []op{rig.direct(one, 0)}, []op{rig.through(one, 0)}, []op{role})
 	if err != nil {
 		return nil, err
 	}
 	s.Baseline, s.Levels = append(s.Baseline, total[0]), append(s.Levels, total[1])
-	var added rounds
+	var added, identityRead rounds
 	for r := range byRound[0] {
 		added = append(added, byRound[1][r].P50-byRound[0][r].P50)
+		identityRead = append(identityRead, byRound[2][r].P50)
 	}
 	s.medianTarget("muse adds ≤ 0.3 ms p50 at one client (non-streaming)", added, ms, func(v float64) bool { return v <= 0.3 })
+	s.medianFigure("of which identity's role read, p50 at one client", identityRead, ms)
 
 	// 64 clients, an upstream that takes 50 ms: the share of the direct
 	// throughput muse keeps.
