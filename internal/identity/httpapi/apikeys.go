@@ -66,12 +66,28 @@ func (a *api) createAPIKey(w http.ResponseWriter, r *http.Request, p identity.Pr
 		a.fail(w, r, err)
 		return
 	}
+	writeNewKey(w, k, "/v1/accounts/"+k.AccountID+"/api_keys/"+k.ID)
+}
+
+// writeNewKey answers a created key with its token, shown only here.
+func writeNewKey(w http.ResponseWriter, k identity.APIKey, location string) {
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Location", "/v1/accounts/"+k.AccountID+"/api_keys/"+k.ID)
+	w.Header().Set("Location", location)
 	httpx.WriteJSON(w, http.StatusCreated, struct {
 		APIKey apiKeyBody `json:"api_key"`
 		Token  string     `json:"token"`
 	}{apiKeyOut(k), k.Token})
+}
+
+// writeKeys answers a list of keys, never their tokens.
+func writeKeys(w http.ResponseWriter, keys []identity.APIKey) {
+	out := struct {
+		APIKeys []apiKeyBody `json:"api_keys"`
+	}{make([]apiKeyBody, len(keys))}
+	for i, k := range keys {
+		out.APIKeys[i] = apiKeyOut(k)
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 func (a *api) listAPIKeys(w http.ResponseWriter, r *http.Request, p identity.Principal) {
@@ -80,13 +96,7 @@ func (a *api) listAPIKeys(w http.ResponseWriter, r *http.Request, p identity.Pri
 		a.fail(w, r, err)
 		return
 	}
-	out := struct {
-		APIKeys []apiKeyBody `json:"api_keys"`
-	}{make([]apiKeyBody, len(keys))}
-	for i, k := range keys {
-		out.APIKeys[i] = apiKeyOut(k)
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	writeKeys(w, keys)
 }
 
 func (a *api) revokeAPIKey(w http.ResponseWriter, r *http.Request, p identity.Principal) {
@@ -119,12 +129,7 @@ func (a *api) createStaffAPIKey(w http.ResponseWriter, r *http.Request, p identi
 		a.fail(w, r, err)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Location", "/v1/operator/api_keys/"+k.ID)
-	httpx.WriteJSON(w, http.StatusCreated, struct {
-		APIKey apiKeyBody `json:"api_key"`
-		Token  string     `json:"token"`
-	}{apiKeyOut(k), k.Token})
+	writeNewKey(w, k, "/v1/operator/api_keys/"+k.ID)
 }
 
 func (a *api) listStaffAPIKeys(w http.ResponseWriter, r *http.Request, p identity.Principal) {
@@ -133,13 +138,7 @@ func (a *api) listStaffAPIKeys(w http.ResponseWriter, r *http.Request, p identit
 		a.fail(w, r, err)
 		return
 	}
-	out := struct {
-		APIKeys []apiKeyBody `json:"api_keys"`
-	}{make([]apiKeyBody, len(keys))}
-	for i, k := range keys {
-		out.APIKeys[i] = apiKeyOut(k)
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	writeKeys(w, keys)
 }
 
 func (a *api) revokeStaffAPIKey(w http.ResponseWriter, r *http.Request, p identity.Principal) {
