@@ -60,21 +60,12 @@ func (b *bench) startDarkroom(ctx context.Context) (*darkroomRig, error) {
 	}
 	rig.s3 = &http.Server{Handler: s3h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = rig.s3.Serve(ln) }()
-	dbURL, drop, err := freshDatabase(ctx, b.cfg, filepath.Join(b.dir, "darkroom.db"), "darkroom")
+	dbURL, drop, port, err := b.migrated(ctx, "darkroom")
 	if err != nil {
 		rig.stop()
 		return nil, err
 	}
 	rig.drop = drop
-	if err := runOnce(ctx, b.p.bin, map[string]string{"DATABASE_URL": dbURL}, "darkroom", "migrate"); err != nil {
-		rig.stop()
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		rig.stop()
-		return nil, err
-	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	env := map[string]string{

@@ -149,21 +149,12 @@ func (b *bench) startMuse(ctx context.Context) (*museRig, error) {
 		}
 		rig.ups = append(rig.ups, u)
 	}
-	dbURL, drop, err := freshDatabase(ctx, b.cfg, filepath.Join(b.dir, "muse.db"), "muse")
+	dbURL, drop, port, err := b.migrated(ctx, "muse")
 	if err != nil {
 		rig.stop()
 		return nil, err
 	}
 	rig.drop = drop
-	if err := runOnce(ctx, b.p.bin, map[string]string{"DATABASE_URL": dbURL}, "muse", "migrate"); err != nil {
-		rig.stop()
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		rig.stop()
-		return nil, err
-	}
 	vault := make([]byte, 32)
 	_, _ = rand.Read(vault)
 	env := map[string]string{

@@ -114,6 +114,22 @@ func startService(ctx context.Context, name string, port int, logPath, bin strin
 	}
 }
 
+// migrated makes a fresh database for the service name, applies its
+// migrations, and picks a free port for it; drop removes the database.
+func (b *bench) migrated(ctx context.Context, name string) (dbURL string, drop func(), port int, err error) {
+	if dbURL, drop, err = freshDatabase(ctx, b.cfg, filepath.Join(b.dir, name+".db"), name); err != nil {
+		return "", nil, 0, err
+	}
+	if err = runOnce(ctx, b.p.bin, map[string]string{"DATABASE_URL": dbURL}, name, "migrate"); err == nil {
+		port, err = freePort()
+	}
+	if err != nil {
+		drop()
+		return "", nil, 0, err
+	}
+	return dbURL, drop, port, nil
+}
+
 // startReady starts a service as startService does and then waits until
 // its /readyz answers 200 (its database and loops are up), stopping it
 // when that takes more than 30 seconds.
