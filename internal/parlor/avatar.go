@@ -72,7 +72,7 @@ func (s *server) avatarOf(r *http.Request, sess *session) (id, refusal string, e
 	}
 	// The private original goes whatever happened: it is never shown.
 	if derr := s.api.DeleteMedia(ctx, sess.Token, original); derr != nil {
-		s.log.WarnContext(ctx, "avatar original not deleted", "media_id", original, "error", derr)
+		s.log.WarnContext(ctx, "avatar original not deleted", "media_id", original, "err", derr.Error())
 	}
 	if err != nil {
 		return "", mediaRefusal(err), keepUnavailable(err)
@@ -130,7 +130,7 @@ func (s *server) replaceAvatar(w http.ResponseWriter, r *http.Request, sess *ses
 	if _, err := s.api.SetAvatar(ctx, sess.Token, id); err != nil {
 		if id != "" {
 			if derr := s.api.DeleteMedia(ctx, sess.Token, id); derr != nil {
-				s.log.WarnContext(ctx, "unrecorded avatar not deleted", "media_id", id, "error", derr)
+				s.log.WarnContext(ctx, "unrecorded avatar not deleted", "media_id", id, "err", derr.Error())
 			}
 		}
 		s.fail(w, r, &sess.Me, err)
@@ -140,7 +140,7 @@ func (s *server) replaceAvatar(w http.ResponseWriter, r *http.Request, sess *ses
 		// A previous avatar already gone (or darkroom down) leaves the
 		// new one recorded: the old image is only space, never shown.
 		if err := s.api.DeleteMedia(ctx, sess.Token, previous); err != nil && StatusOf(err) != http.StatusNotFound {
-			s.log.WarnContext(ctx, "previous avatar not deleted", "media_id", previous, "error", err)
+			s.log.WarnContext(ctx, "previous avatar not deleted", "media_id", previous, "err", err.Error())
 		}
 	}
 	http.Redirect(w, r, "/app/settings?done="+done, http.StatusSeeOther)
