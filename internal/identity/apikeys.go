@@ -120,7 +120,25 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, in CreateAPIKey
 	if err := Authorize(p, MinRoleAPIKeys); err != nil {
 		return APIKey{}, err
 	}
-	name, nameOK := normalizeName(in.Name)
+	name, f := keyName(in.Name)
+	scopes, ok := ParseScopes(in.Scopes)
+	switch {
+	case len(in.Scopes) == 0:
+		f.Add("scopes", RuleRequired)
+	case !ok:
+		f.Add("scopes", RuleInvalid)
+	}
+	s.checkExpiry(&f, in.ExpiresAt)
+	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
+		return APIKey{}, err
+	}
+	return s.issueKey(ctx, APIKey{AccountID: p.Account.ID, Name: name, Scopes: scopes, CreatedBy: p.User.ID}, in.ExpiresAt)
+}
+
+// keyName checks a key's name and returns it normalized, with the field
+// at fault.
+func keyName(rawName string) (string, errs.Fields) {
+	name, nameOK := normalizeName(rawName)
 	var f errs.Fields
 	switch {
 	case name == "":
@@ -130,26 +148,25 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, in CreateAPIKey
 	case !nameOK:
 		f.Add("name", RuleInvalid)
 	}
-	scopes, ok := ParseScopes(in.Scopes)
-	switch {
-	case len(in.Scopes) == 0:
-		f.Add("scopes", RuleRequired)
-	case !ok:
-		f.Add("scopes", RuleInvalid)
-	}
-	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.opts.Now()) {
+	return name, f
+}
+
+// checkExpiry adds expires_at to f unless it is absent or in the future.
+func (s *Service) checkExpiry(f *errs.Fields, expiresAt *time.Time) {
+	if expiresAt != nil && !expiresAt.After(s.opts.Now()) {
 		f.Add("expires_at", RuleInvalid)
 	}
-	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
-		return APIKey{}, err
-	}
+}
+
+// issueKey stores k, made by k.CreatedBy, with a new token and returns it
+// with the token, which only this answer carries.
+func (s *Service) issueKey(ctx context.Context, k APIKey, expiresAt *time.Time) (APIKey, error) {
 	tok, digest := newAPIKeyToken()
-	k := APIKey{AccountID: p.Account.ID, Name: name, Scopes: scopes, CreatedBy: p.User.ID}
-	if in.ExpiresAt != nil {
-		t := in.ExpiresAt.UTC().Truncate(time.Microsecond)
+	if expiresAt != nil {
+		t := expiresAt.UTC().Truncate(time.Microsecond)
 		k.ExpiresAt = &t
 	}
-	k, err := s.store.CreateAPIKey(ctx, k, digest, p.User.ID)
+	k, err := s.store.CreateAPIKey(ctx, k, digest, k.CreatedBy)
 	if err != nil {
 		return APIKey{}, err
 	}
@@ -248,7 +265,7 @@ type StaffAPIKeyStore interface {
 }
 
 // CreateStaffAPIKey issues a releases:publish key, so a release pipeline
-// publishes without a person's session (licensing.md section 4). The
+// publishes without a person's session (decision 0025). The
 // caller must be staff and an admin of in.AccountID, the company's own
 // account; the key stops working when it is revoked, when its creator
 // stops being an admin of that account or stops being staff. Errors:
@@ -258,22 +275,11 @@ func (s *Service) CreateStaffAPIKey(ctx context.Context, p Principal, in StaffAP
 	if p.APIKey != nil || !p.User.Staff {
 		return APIKey{}, ErrNotStaff
 	}
-	name, nameOK := normalizeName(in.Name)
-	var f errs.Fields
-	switch {
-	case name == "":
-		f.Add("name", RuleRequired)
-	case utf8.RuneCountInString(name) > NameMax:
-		f.Add("name", RuleTooLong)
-	case !nameOK:
-		f.Add("name", RuleInvalid)
-	}
+	name, f := keyName(in.Name)
 	if in.AccountID == "" {
 		f.Add("account_id", RuleRequired)
 	}
-	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.opts.Now()) {
-		f.Add("expires_at", RuleInvalid)
-	}
+	s.checkExpiry(&f, in.ExpiresAt)
 	if err := f.Err(CodeValidation, "the request has invalid fields"); err != nil {
 		return APIKey{}, err
 	}
@@ -281,18 +287,7 @@ func (s *Service) CreateStaffAPIKey(ctx context.Context, p Principal, in StaffAP
 	if !ok {
 		return APIKey{}, ErrAccountNotFound
 	}
-	tok, digest := newAPIKeyToken()
-	k := APIKey{AccountID: accountID, Name: name, Scopes: []string{ScopeReleasesPublish}, CreatedBy: p.User.ID}
-	if in.ExpiresAt != nil {
-		t := in.ExpiresAt.UTC().Truncate(time.Microsecond)
-		k.ExpiresAt = &t
-	}
-	k, err := s.store.CreateAPIKey(ctx, k, digest, p.User.ID)
-	if err != nil {
-		return APIKey{}, err
-	}
-	k.Token = tok
-	return k, nil
+	return s.issueKey(ctx, APIKey{AccountID: accountID, Name: name, Scopes: []string{ScopeReleasesPublish}, CreatedBy: p.User.ID}, in.ExpiresAt)
 }
 
 // StaffAPIKeys lists every live publishing key for staff, never their

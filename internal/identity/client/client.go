@@ -218,27 +218,14 @@ func decode(body []byte, dst any) error {
 // (401), Forbidden (403, 404, or staff false), Unavailable.
 func (c *Client) OperatorMe(ctx context.Context, token string) (string, error) {
 	const call = "operator_me"
-	status, body, err := c.get(ctx, call, "/v1/operator/me", token)
-	if err != nil {
-		return "", err
-	}
-	switch status {
-	case http.StatusOK:
-	case http.StatusUnauthorized:
-		return "", answer(c.errors.Unauthenticated)
-	case http.StatusForbidden, http.StatusNotFound:
-		return "", answer(c.errors.Forbidden)
-	default:
-		return "", c.unexpected(ctx, call, status)
-	}
 	var me struct {
 		User *struct {
 			ID    *string `json:"id"`
 			Staff *bool   `json:"staff"`
 		} `json:"user"`
 	}
-	if err := decode(body, &me); err != nil {
-		return "", c.failure(ctx, call, "malformed_body", "err", err.Error())
+	if err := c.staffRead(ctx, call, "/v1/operator/me", token, &me); err != nil {
+		return "", err
 	}
 	if me.User == nil || me.User.ID == nil || strings.TrimSpace(*me.User.ID) == "" {
 		return "", c.failure(ctx, call, "empty_user_id")
@@ -249,31 +236,41 @@ func (c *Client) OperatorMe(ctx context.Context, token string) (string, error) {
 	return *me.User.ID, nil
 }
 
-// Publisher returns the staff member on whose authority the caller may
-// publish a release: a staff session's user, or a live releases:publish
-// key's creator (licensing.md section 4). It is the only check that
-// admits such a key; OperatorMe refuses every key. Errors:
-// Unauthenticated (401), Forbidden (403, 404), Unavailable.
-func (c *Client) Publisher(ctx context.Context, token string) (string, error) {
-	const call = "publisher"
-	status, body, err := c.get(ctx, call, "/v1/operator/publisher", token)
+// staffRead GETs one of identity's staff answers into dst: 401 is
+// Unauthenticated, 403 and 404 Forbidden, anything else but a well-formed
+// 200 Unavailable.
+func (c *Client) staffRead(ctx context.Context, call, path, token string, dst any) error {
+	status, body, err := c.get(ctx, call, path, token)
 	if err != nil {
-		return "", err
+		return err
 	}
 	switch status {
 	case http.StatusOK:
 	case http.StatusUnauthorized:
-		return "", answer(c.errors.Unauthenticated)
+		return answer(c.errors.Unauthenticated)
 	case http.StatusForbidden, http.StatusNotFound:
-		return "", answer(c.errors.Forbidden)
+		return answer(c.errors.Forbidden)
 	default:
-		return "", c.unexpected(ctx, call, status)
+		return c.unexpected(ctx, call, status)
 	}
+	if err := decode(body, dst); err != nil {
+		return c.failure(ctx, call, "malformed_body", "err", err.Error())
+	}
+	return nil
+}
+
+// Publisher returns the staff member on whose authority the caller may
+// publish a release: a staff session's user, or a live releases:publish
+// key's creator (decision 0025). It is the only check that
+// admits such a key; OperatorMe refuses every key. Errors:
+// Unauthenticated (401), Forbidden (403, 404), Unavailable.
+func (c *Client) Publisher(ctx context.Context, token string) (string, error) {
+	const call = "publisher"
 	var pub struct {
 		UserID *string `json:"user_id"`
 	}
-	if err := decode(body, &pub); err != nil {
-		return "", c.failure(ctx, call, "malformed_body", "err", err.Error())
+	if err := c.staffRead(ctx, call, "/v1/operator/publisher", token, &pub); err != nil {
+		return "", err
 	}
 	if pub.UserID == nil || strings.TrimSpace(*pub.UserID) == "" {
 		return "", c.failure(ctx, call, "empty_user_id")

@@ -55,10 +55,15 @@ func scanAPIKey(row interface{ Scan(...any) error }, extra ...any) (identity.API
 
 // ListAPIKeys implements identity.APIKeyStore.
 func (s *Store) ListAPIKeys(ctx context.Context, accountID string) ([]identity.APIKey, error) {
-	rows, err := s.db.Query(ctx, `
+	return s.queryAPIKeys(ctx, `
 		SELECT `+apiKeyColumns+` FROM api_keys k
 		WHERE k.account_id = $1 AND k.revoked_at IS NULL AND k.scopes <> $2
 		ORDER BY k.created_at, k.id`, accountID, identity.ScopeReleasesPublish)
+}
+
+// queryAPIKeys runs a SELECT of apiKeyColumns and scans every key.
+func (s *Store) queryAPIKeys(ctx context.Context, q string, args ...any) ([]identity.APIKey, error) {
+	rows, err := s.db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -101,23 +106,10 @@ func (s *Store) RevokeAPIKey(ctx context.Context, accountID, keyID, by string) e
 // scopes column holds exactly identity.ScopeReleasesPublish: the account
 // routes filter on that value, and no account key can carry it.
 func (s *Store) StaffAPIKeys(ctx context.Context) ([]identity.APIKey, error) {
-	rows, err := s.db.Query(ctx, `
+	return s.queryAPIKeys(ctx, `
 		SELECT `+apiKeyColumns+` FROM api_keys k
 		WHERE k.scopes = $1 AND k.revoked_at IS NULL
 		ORDER BY k.created_at, k.id`, identity.ScopeReleasesPublish)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []identity.APIKey{}
-	for rows.Next() {
-		k, err := scanAPIKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
 }
 
 // RevokeStaffAPIKey implements identity.StaffAPIKeyStore.
