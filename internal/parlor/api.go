@@ -106,14 +106,10 @@ func (c *Client) do(ctx context.Context, token, method, path string, body, out a
 	return c.doConflict(ctx, token, method, path, body, out, nil)
 }
 
-// rawBody is a request body sent as it is (a file), not as JSON; as
-// out, a 2xx answer's body is kept as it came (an image).
-type rawBody struct {
-	contentType string
-	data        []byte
-}
-
-func (c *Client) doConflict(ctx context.Context, token, method, path string, body, out, conflict any) error {
+// newRequest is a call of the platform's API with token ("" for none):
+// body as JSON (or a rawBody as it is), the page's trace, and the
+// browser's address and agent, which the gateway limits by.
+func (c *Client) newRequest(ctx context.Context, token, method, path string, body any) (*http.Request, error) {
 	var rd io.Reader
 	contentType := "application/json"
 	switch b := body.(type) {
@@ -123,15 +119,14 @@ func (c *Client) doConflict(ctx context.Context, token, method, path string, bod
 	default:
 		data, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
 	}
@@ -147,6 +142,22 @@ func (c *Client) doConflict(ctx context.Context, token, method, path string, bod
 	if ua, ok := ctx.Value(userAgentKey{}).(string); ok {
 		req.Header.Set("User-Agent", ua)
 	}
+	return req, nil
+}
+
+// rawBody is a request body sent as it is (a file), not as JSON; as
+// out, a 2xx answer's body is kept as it came (an image).
+type rawBody struct {
+	contentType string
+	data        []byte
+}
+
+func (c *Client) doConflict(ctx context.Context, token, method, path string, body, out, conflict any) error {
+	req, err := c.newRequest(ctx, token, method, path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("platform API %s %s: %w", method, path, err)
@@ -598,19 +609,13 @@ func (c *Client) Timeline(ctx context.Context, token, id string) ([]AuditEvent, 
 // or with cursor the page after the one that gave it. next is the older
 // page's cursor, empty on the last.
 func (c *Client) TimelinePage(ctx context.Context, token, id, cursor string) (events []AuditEvent, next string, err error) {
-	path := "/v1/accounts/" + url.PathEscape(id) + "/audit-events"
-	if cursor != "" {
-		path += "?cursor=" + url.QueryEscape(cursor)
-	}
+	path := "/v1/accounts/" + url.PathEscape(id) + "/audit-events" + cursorQuery(cursor)
 	var out struct {
 		Events     []AuditEvent `json:"events"`
 		NextCursor *string      `json:"next_cursor"`
 	}
 	err = c.do(ctx, token, "GET", path, nil, &out)
-	if out.NextCursor != nil {
-		next = *out.NextCursor
-	}
-	return out.Events, next, err
+	return out.Events, deref(out.NextCursor), err
 }
 
 // Fetch asks for a capability to download artifact within versionRange

@@ -196,17 +196,11 @@ func (c *Client) Pulls(ctx context.Context, token, id, cursor string) (PullPage,
 }
 
 func (c *Client) pullPage(ctx context.Context, token, path, cursor string) (PullPage, error) {
-	if cursor != "" {
-		path += "?cursor=" + url.QueryEscape(cursor)
-	}
+	path += cursorQuery(cursor)
 	var out struct {
 		Pulls      []Pull  `json:"pulls"`
 		NextCursor *string `json:"next_cursor"`
 	}
 	err := c.do(ctx, token, "GET", path, nil, &out)
-	page := PullPage{Pulls: out.Pulls}
-	if out.NextCursor != nil {
-		page.Next = *out.NextCursor
-	}
-	return page, err
+	return PullPage{Pulls: out.Pulls, Next: deref(out.NextCursor)}, err
 }

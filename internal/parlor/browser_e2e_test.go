@@ -365,12 +365,20 @@ func TestBrowserJourney(t *testing.T) {
 }
 
 // mailboxLink waits for a mail to address in the quick start's local
-// mailbox (courier on :8083) carrying a link to path, and returns it.
+// mailbox carrying a link to path, and returns it.
 func mailboxLink(t *testing.T, address, path string) string {
 	t.Helper()
 	re := regexp.MustCompile(`https?://[^\s"<>]+` + regexp.QuoteMeta(path) + `\?token=[A-Za-z0-9_%-]+`)
-	var link string
-	testutil.Eventually(t, 30*time.Second, "a "+path+" mail to "+address+" in the local mailbox", func() bool {
+	return mailboxWait(t, 30*time.Second, "a "+path+" mail to "+address, address, re.FindString)
+}
+
+// mailboxWait polls the quick start's local mailbox (courier on :8083)
+// for up to timeout until pick finds what it wants ("" for nothing) in
+// the text of a mail to address, and returns that.
+func mailboxWait(t *testing.T, timeout time.Duration, what, address string, pick func(text string) string) string {
+	t.Helper()
+	var found string
+	testutil.Eventually(t, timeout, what+" in the local mailbox", func() bool {
 		res, err := http.Get("http://localhost:8083/dev/mail.json")
 		if err != nil {
 			return false
@@ -384,14 +392,14 @@ func mailboxLink(t *testing.T, address, path string) string {
 		}
 		for _, m := range box.Messages {
 			if strings.Contains(m.To, address) {
-				if link = re.FindString(m.Text); link != "" {
+				if found = pick(m.Text); found != "" {
 					return true
 				}
 			}
 		}
 		return false
 	})
-	return link
+	return found
 }
 
 // value reads a form field, which only the journey needs.

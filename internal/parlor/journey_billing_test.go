@@ -3,15 +3,11 @@
 package parlor_test
 
 import (
-	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/platformco/platform/internal/testutil"
 )
 
 // journeyBilling is issue 51's walk in the browser: the owner buys the
@@ -109,29 +105,13 @@ func containsAll(have []string, want ...string) bool {
 }
 
 // mailboxText waits for a mail to address in the quick start's local
-// mailbox (courier on :8083) whose text holds want, and returns the text.
+// mailbox whose text holds want, and returns the text.
 func mailboxText(t *testing.T, address, want string) string {
 	t.Helper()
-	var text string
-	testutil.Eventually(t, 60*time.Second, "a mail to "+address+" saying "+want+" in the local mailbox", func() bool {
-		res, err := http.Get("http://localhost:8083/dev/mail.json")
-		if err != nil {
-			return false
+	return mailboxWait(t, 60*time.Second, "a mail to "+address+" saying "+want, address, func(text string) string {
+		if strings.Contains(text, want) {
+			return text
 		}
-		defer res.Body.Close()
-		var box struct {
-			Messages []struct{ To, Text string }
-		}
-		if json.NewDecoder(res.Body).Decode(&box) != nil {
-			return false
-		}
-		for _, m := range box.Messages {
-			if strings.Contains(m.To, address) && strings.Contains(m.Text, want) {
-				text = m.Text
-				return true
-			}
-		}
-		return false
+		return ""
 	})
-	return text
 }

@@ -1,7 +1,6 @@
 package parlor
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/platformco/platform/internal/httpx"
 )
 
 // The account's Models page (muse): its provider credentials (added with
@@ -133,27 +130,11 @@ func (c *Client) ModelUsage(ctx context.Context, token, account string) ([]Model
 // closes the body of a 2xx; any other answer is returned as an
 // *APIError.
 func (c *Client) invoke(ctx context.Context, token, account, method, path string, body any) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	req, err := c.newRequest(ctx, token, method, path, body)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("OpenAI-Organization", account)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set(httpx.TraceparentHeader, httpx.TraceFrom(ctx).Traceparent())
-	if chain, ok := ctx.Value(forwardedForKey{}).(string); ok {
-		req.Header.Set("X-Forwarded-For", chain)
-	}
 	streaming := &http.Client{Transport: c.http.Transport, CheckRedirect: c.http.CheckRedirect}
 	resp, err := streaming.Do(req)
 	if err != nil {

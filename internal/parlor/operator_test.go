@@ -195,6 +195,13 @@ func TestOperatorReconciliation(t *testing.T) {
 		if !strings.Contains(trail.Body, `href="/operator/accounts/`+acct+`"`) {
 			t.Errorf("the trail does not link the account by its name:\n%s", visibleText(trail.Body))
 		}
+		// Past a page of grants and revokes, the older page keeps the
+		// staff changes at their own (first) page.
+		older := regexp.MustCompile(`href="(/operator/audit\?events=[^"]+)" rel="next"`).FindStringSubmatch(trail.Body)
+		if older == nil {
+			t.Fatalf("no link to older grants and revokes:\n%s", visibleText(trail.Body))
+		}
+		op.get(html.UnescapeString(older[1])).expect(t, http.StatusOK, "Granted platform", "Newest", "Made staff", opEmail)
 		op.get("/operator/audit?events=not-ours").expect(t, http.StatusBadRequest, "cursor")
 		buyer.get("/operator/audit").expect(t, http.StatusNotFound)
 	})
