@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -243,20 +241,10 @@ func (b *bench) webhookOp(rig *billingRig) func(i int) op {
 			k++
 			now := time.Now()
 			body := checkoutCompleted(fmt.Sprintf("bench%02d_%d", i, k), now.Unix(), u.AccountID, u.ID, rig.plan)
-			req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+			err := request{client: b.client, method: "POST", url: url, path: "/v1/webhooks/stripe", body: body, want: http.StatusOK,
+				header: http.Header{"Stripe-Signature": {stripeproc.Sign(body, benchWebhookSecret, now)}}}.do(ctx)
 			if err != nil {
 				return err
-			}
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Stripe-Signature", stripeproc.Sign(body, benchWebhookSecret, now))
-			res, err := b.client.Do(req)
-			if err != nil {
-				return err
-			}
-			_, _ = io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode != http.StatusOK {
-				return statusError{"POST", "/v1/webhooks/stripe", res.StatusCode, http.StatusOK}
 			}
 			rig.delivered.Add(1)
 			return nil

@@ -70,8 +70,10 @@ func (r request) read(ctx context.Context, into any) (int, error) {
 	if r.token != "" {
 		req.Header.Set("Authorization", "Bearer "+r.token)
 	}
-	for k, v := range r.header {
-		req.Header[k] = v
+	for k, vs := range r.header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	res, err := r.client.Do(req)
 	if err != nil {

@@ -212,7 +212,7 @@ func (r *museRig) route(ctx context.Context, identityURL string, owner user) err
 		return err
 	}
 	r.key = key.Token
-	r.org = http.Header{"Openai-Organization": {owner.AccountID}}
+	r.org = http.Header{"OpenAI-Organization": {owner.AccountID}}
 	return nil
 }
 
@@ -242,8 +242,10 @@ func firstByte(ctx context.Context, c *http.Client, url, token string, header ht
 	if err != nil {
 		return 0, err
 	}
-	for k, v := range header {
-		req.Header[k] = v
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
