@@ -140,7 +140,18 @@ func seedPantry(ctx context.Context, dbURL string, n int) ([]string, error) {
 		})
 	}
 	wg.Wait()
-	return slugs, firstErr
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	// Statistics, as autovacuum keeps them on any database that has
+	// grown to this size: without them PostgreSQL's planner estimates a
+	// fresh table from its page count alone.
+	if db.Engine == sqldb.Postgres {
+		if _, err := db.Exec(ctx, `ANALYZE`); err != nil {
+			return nil, err
+		}
+	}
+	return slugs, nil
 }
 
 // pantrySearchOp is one client searching one seeded word after another.

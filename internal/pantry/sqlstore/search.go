@@ -80,14 +80,21 @@ func (s *Store) ListProjects(ctx context.Context, q pantry.Query) (pantry.Page, 
 		}
 	}
 	var (
-		from  = "projects p"
-		where = []string{"p.visibility = 'public'"}
-		args  []any
-		order string
+		from    = "projects p"
+		where   = []string{"p.visibility = 'public'"}
+		filters []string
+		args    []any
+		order   string
 	)
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
+	}
+	if q.Tag != "" {
+		filters = append(filters, "EXISTS (SELECT 1 FROM project_tags t WHERE t.project_id = p.id AND t.tag = "+arg(q.Tag)+")")
+	}
+	if q.Uses != "" {
+		filters = append(filters, "(' ' || p.uses || ' ') LIKE "+arg("% "+q.Uses+" %"))
 	}
 	if q.Q != "" {
 		if s.db.Engine == sqldb.Postgres {
@@ -100,18 +107,14 @@ func (s *Store) ListProjects(ctx context.Context, q pantry.Query) (pantry.Page, 
 			if match == "" {
 				return pantry.Page{Projects: []pantry.Project{}}, nil
 			}
+			if q.Sort == pantry.SortRelevance {
+				return s.searchFTS(ctx, q, c, match, filters, args)
+			}
 			from = "projects_fts JOIN projects p ON p.seq = projects_fts.rowid"
 			where = append(where, "projects_fts MATCH "+arg(match))
-			order = "(p.seq IN (SELECT rowid FROM projects_fts WHERE projects_fts MATCH " + arg("name : ("+match+")") + ")) DESC, " +
-				"bm25(projects_fts, 10.0, 4.0, 1.0), p.id DESC"
 		}
 	}
-	if q.Tag != "" {
-		where = append(where, "EXISTS (SELECT 1 FROM project_tags t WHERE t.project_id = p.id AND t.tag = "+arg(q.Tag)+")")
-	}
-	if q.Uses != "" {
-		where = append(where, "(' ' || p.uses || ' ') LIKE "+arg("% "+q.Uses+" %"))
-	}
+	where = append(where, filters...)
 	var key func(p pantry.Project) string
 	switch q.Sort {
 	case pantry.SortRecent:
@@ -141,6 +144,33 @@ func (s *Store) ListProjects(ctx context.Context, q pantry.Query) (pantry.Page, 
 	if q.Sort == pantry.SortRelevance && c.offset > 0 {
 		query += " OFFSET " + arg(c.offset)
 	}
+	return s.page(ctx, q, c, key, query, args)
+}
+
+// searchFTS is a search in relevance order on SQLite. The index holds
+// public projects only (decision 0028), so the ranking runs over FTS5's
+// own rows: a match's project row is read only when a filter needs it,
+// and only the page's rows are read whole.
+func (s *Store) searchFTS(ctx context.Context, q pantry.Query, c cursor, match string, filters []string, args []any) (pantry.Page, error) {
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := "projects_fts MATCH " + arg(match)
+	if len(filters) > 0 {
+		where += " AND EXISTS (SELECT 1 FROM projects p WHERE p.seq = f.rowid AND " + strings.Join(filters, " AND ") + ")"
+	}
+	query := "SELECT " + columns + " FROM (SELECT f.rowid AS seq, " +
+		"f.rowid IN (SELECT rowid FROM projects_fts WHERE projects_fts MATCH " + arg("name : ("+match+")") + ") AS name_hit, " +
+		"bm25(projects_fts, 10.0, 4.0, 1.0) AS score FROM projects_fts f WHERE " + where +
+		" ORDER BY name_hit DESC, score, f.rowid DESC LIMIT " + arg(q.Limit+1) + " OFFSET " + arg(c.offset) +
+		") m JOIN projects p ON p.seq = m.seq ORDER BY m.name_hit DESC, m.score, m.seq DESC"
+	return s.page(ctx, q, c, nil, query, args)
+}
+
+// page runs a list query that asked for one row more than the page and
+// makes the next page's cursor from the last row kept.
+func (s *Store) page(ctx context.Context, q pantry.Query, c cursor, key func(pantry.Project) string, query string, args []any) (pantry.Page, error) {
 	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return pantry.Page{}, err

@@ -288,6 +288,76 @@ func TestSearchRanksNameAboveDescription(t *testing.T) {
 	})
 }
 
+// TestSearchIndexFollowsVisibility: the search index holds public
+// projects only (decision 0028), through every write that changes what
+// it holds, and the filters apply within relevance order.
+func TestSearchIndexFollowsVisibility(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		db, s := open(t, engine)
+		search := func(q pantry.Query) []string {
+			t.Helper()
+			return slugs(list(t, s, q).Projects)
+		}
+		hidden := create(t, s, project("hidden-lantern", "Hidden lantern", func(p *pantry.Project) { p.Visibility = pantry.VisibilityUnlisted }))
+		shown := create(t, s, project("paper-lantern", "Paper lantern", func(p *pantry.Project) {
+			p.Tags, p.Uses = []string{"light"}, []string{"kit"}
+		}))
+		create(t, s, project("lantern-guide", "Guide", func(p *pantry.Project) {
+			p.Description, p.Tags, p.Uses = "How to hang a lantern", []string{"light"}, []string{"identity"}
+		}))
+
+		steps := []struct {
+			name  string
+			write func() error
+			q     pantry.Query
+			want  []string
+		}{
+			{"unlisted never listed", nil, pantry.Query{Q: "lantern"}, []string{"paper-lantern", "lantern-guide"}},
+			{"made public", func() error { hidden.Visibility = pantry.VisibilityPublic; return update(s, hidden) },
+				pantry.Query{Q: "hidden"}, []string{"hidden-lantern"}},
+			{"renamed while public", func() error { hidden.Name = "Hidden candle"; return update(s, hidden) },
+				pantry.Query{Q: "candle"}, []string{"hidden-lantern"}},
+			{"the old name is gone", nil, pantry.Query{Q: "hidden lantern"}, []string{}},
+			{"unlisted again", func() error { hidden.Visibility = pantry.VisibilityUnlisted; return update(s, hidden) },
+				pantry.Query{Q: "candle"}, []string{}},
+			{"renamed while unlisted", func() error { hidden.Name = "Hidden torch"; return update(s, hidden) },
+				pantry.Query{Q: "torch"}, []string{}},
+			{"public with the new name", func() error { hidden.Visibility = pantry.VisibilityPublic; return update(s, hidden) },
+				pantry.Query{Q: "torch"}, []string{"hidden-lantern"}},
+			{"tag within relevance", nil, pantry.Query{Q: "lantern", Tag: "light"}, []string{"paper-lantern", "lantern-guide"}},
+			{"use within relevance", nil, pantry.Query{Q: "lantern", Uses: "identity"}, []string{"lantern-guide"}},
+			{"tag and use", nil, pantry.Query{Q: "lantern", Tag: "light", Uses: "kit"}, []string{"paper-lantern"}},
+			{"search sorted by name", nil, pantry.Query{Q: "lantern", Sort: pantry.SortName}, []string{"lantern-guide", "paper-lantern"}},
+			{"deleted", func() error {
+				return s.DeleteProject(ctx, shown.ID, pantry.Event{Type: pantry.EventProjectDeleted, Subject: shown.ID, Data: map[string]string{}})
+			}, pantry.Query{Q: "lantern"}, []string{"lantern-guide"}},
+		}
+		for _, st := range steps {
+			if st.write != nil {
+				if err := st.write(); err != nil {
+					t.Fatalf("%s: %v", st.name, err)
+				}
+				got, _, err := s.ProjectBySlug(ctx, hidden.Slug)
+				if err != nil {
+					t.Fatal(err)
+				}
+				hidden = got
+			}
+			if got := search(st.q); !slices.Equal(got, st.want) {
+				t.Errorf("%s: %+v found %v, want %v", st.name, st.q, got, st.want)
+			}
+		}
+		if engine == sqldb.SQLite {
+			// FTS5 checks its index against its content, the view of
+			// public rows.
+			if _, err := db.Exec(ctx, `INSERT INTO projects_fts (projects_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
+				t.Fatalf("FTS5 integrity-check: %v", err)
+			}
+		}
+	})
+}
+
 // FuzzSearch: no search text that passes the query's rules makes either
 // engine fail, whatever FTS5 or tsquery syntax it holds.
 func FuzzSearch(f *testing.F) {
