@@ -147,18 +147,30 @@ func TestFieldRules(t *testing.T) {
 }
 
 func TestDescriptionRendersSafe(t *testing.T) {
-	e := newEnv(t, sqldb.SQLite)
 	md := "<script>alert(1)</script>\n\n[click](javascript:alert(1)) <img src=x onerror=alert(1)>\n\n" +
 		"![px](data:image/png;base64,iVBORw0KGgo=) <iframe src=\"https://evil.example\"></iframe>\n\n" +
-		strings.Repeat("- ", 500) + "deep\n"
+		strings.Repeat("- ", 500) + "deep\n\n[fine](https://docs.example/start) **bold**\n"
 	body, _ := json.Marshal(map[string]any{"name": "Safe", "description": md})
-	p := e.publish(t, string(body))
-	html := strings.ToLower(p.Project.DescriptionHTML)
-	for _, bad := range []string{"<script", `="javascript:`, "onerror=", "<iframe", `="data:`} {
-		if strings.Contains(html, bad) {
-			t.Errorf("rendered HTML holds %q:\n%s", bad, p.Project.DescriptionHTML)
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine)
+		p := e.publish(t, string(body))
+		html := strings.ToLower(p.Project.DescriptionHTML)
+		for _, bad := range []string{"<script", "javascript:", "onerror=", "<iframe", "<img src=\"x", `="data:`} {
+			if strings.Contains(html, bad) {
+				t.Errorf("rendered HTML holds %q:\n%s", bad, p.Project.DescriptionHTML)
+			}
 		}
-	}
+		// Markdown still renders: the safe link, the emphasis, the
+		// innermost item of the 500-deep list; the source comes back as sent (trimmed).
+		for _, good := range []string{`<a href="https://docs.example/start"`, "<strong>bold</strong>", "deep"} {
+			if !strings.Contains(p.Project.DescriptionHTML, good) {
+				t.Errorf("rendered HTML lacks %q:\n%.400s", good, p.Project.DescriptionHTML)
+			}
+		}
+		if p.Project.Description != strings.TrimSpace(md) {
+			t.Error("the Markdown source did not come back as sent")
+		}
+	})
 }
 
 func TestIdentityDownWritesFailReadsServe(t *testing.T) {

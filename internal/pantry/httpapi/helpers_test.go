@@ -175,6 +175,7 @@ type projectBody struct {
 		ID              string   `json:"id"`
 		Slug            string   `json:"slug"`
 		Name            string   `json:"name"`
+		Description     string   `json:"description"`
 		DescriptionHTML string   `json:"description_html"`
 		Tags            []string `json:"tags"`
 		Uses            []string `json:"uses"`
