@@ -270,6 +270,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"PANTRY_IDENTITY_URL": identityURL,
 		"EVENTS_URL":          natsURL,
 		"PANTRY_DARKROOM_URL": fmt.Sprintf("http://%s:%d", dial, darkroomPort),
+		"METRICS_ADDR":        metrics["pantry"],
 	}), &pantryCfg); err != nil {
 		return err
 	}
@@ -288,6 +289,7 @@ func Run(ctx context.Context, args []string, env cli.Env) error {
 		"MUSE_VAULT_KEY":    museKey,
 		"MUSE_ENV":          "development",
 		"MUSE_ECHO_ALIAS":   "echo",
+		"METRICS_ADDR":      metrics["muse"],
 	}), &museCfg); err != nil {
 		return err
 	}

@@ -9,8 +9,8 @@ import (
 )
 
 // metricsOrder is the order of the services' metrics listeners from
-// METRICS_ADDR's port: one process serves eight registries, one each.
-var metricsOrder = []string{"identity", "box", "gateway", "courier", "keyholder", "parlor", "billing", "darkroom"}
+// METRICS_ADDR's port: one process serves ten registries, one each.
+var metricsOrder = []string{"identity", "box", "gateway", "courier", "keyholder", "parlor", "billing", "darkroom", "pantry", "muse"}
 
 // metricsAddrs gives each embedded service its METRICS_ADDR: the shell's
 // METRICS_ADDR for identity and the next ports for the others, in

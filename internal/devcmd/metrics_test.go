@@ -20,9 +20,11 @@ func TestMetricsAddrs(t *testing.T) {
 	}{
 		{"Unset", "", map[string]string{}, ""},
 		{"Consecutive", "127.0.0.1:9100", map[string]string{"identity": "127.0.0.1:9100", "box": "127.0.0.1:9101", "gateway": "127.0.0.1:9102",
-			"courier": "127.0.0.1:9103", "keyholder": "127.0.0.1:9104", "parlor": "127.0.0.1:9105", "billing": "127.0.0.1:9106", "darkroom": "127.0.0.1:9107"}, ""},
+			"courier": "127.0.0.1:9103", "keyholder": "127.0.0.1:9104", "parlor": "127.0.0.1:9105", "billing": "127.0.0.1:9106", "darkroom": "127.0.0.1:9107",
+			"pantry": "127.0.0.1:9108", "muse": "127.0.0.1:9109"}, ""},
 		{"AnyFreePort", "127.0.0.1:0", map[string]string{"identity": "127.0.0.1:0", "box": "127.0.0.1:0", "gateway": "127.0.0.1:0",
-			"courier": "127.0.0.1:0", "keyholder": "127.0.0.1:0", "parlor": "127.0.0.1:0", "billing": "127.0.0.1:0", "darkroom": "127.0.0.1:0"}, ""},
+			"courier": "127.0.0.1:0", "keyholder": "127.0.0.1:0", "parlor": "127.0.0.1:0", "billing": "127.0.0.1:0", "darkroom": "127.0.0.1:0",
+			"pantry": "127.0.0.1:0", "muse": "127.0.0.1:0"}, ""},
 		{"ErrNoPort", "localhost", nil, "METRICS_ADDR: must be host:port"},
 		{"ErrNoRoom", "127.0.0.1:65533", nil, "METRICS_ADDR: must be host:port"},
 	}
