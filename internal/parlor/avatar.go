@@ -44,15 +44,9 @@ func (c *Client) DeleteMedia(ctx context.Context, token, id string) error {
 	return c.do(ctx, token, "DELETE", "/v1/media/"+url.PathEscape(id), nil, nil)
 }
 
-// avatarOf makes the form's avatar file public at darkroom without its
-// metadata, and returns the public media's id. Decision 0022 keeps an
-// original as uploaded (GPS and all), and a public original is readable
-// by anyone who knows its id, which every avatar link names. So the file
-// is stored private, its thumb variant (re-encoded from pixels, EXIF
-// orientation applied, no metadata) is read back with the owner's token
-// and stored as the public media, and the private original is deleted:
-// nothing the user uploaded is ever public as it came. A refusal is in
-// words for the avatar field; err is the platform failing.
+// avatarOf makes the form's avatar file public at darkroom as its thumb
+// variant (publicVariant) and returns the public media's id. A refusal
+// is in words for the avatar field; err is the platform failing.
 func (s *server) avatarOf(r *http.Request, sess *session) (id, refusal string, err error) {
 	img, refusal, err := imageOf(r, "avatar", "The avatar")
 	if img == nil {
@@ -61,42 +55,69 @@ func (s *server) avatarOf(r *http.Request, sess *session) (id, refusal string, e
 		}
 		return "", refusal, err
 	}
-	ctx := r.Context()
+	return s.publicVariant(r.Context(), sess, img, avatarPreset, "avatar")
+}
+
+// publicVariant makes an uploaded image public at darkroom without its
+// metadata (decision 0027), and returns the public media's id. Decision
+// 0022 keeps an original as uploaded (GPS and all), and a public
+// original is readable by anyone who knows its id, which every link to
+// the image names. So the file is stored private, its preset variant
+// (re-encoded from pixels, EXIF orientation applied, no metadata) is read
+// back with the owner's token and stored as the public media, and the
+// private original is deleted: nothing a user uploads is ever public as
+// it came. what ("avatar", "logo") names the image in a refusal.
+func (s *server) publicVariant(ctx context.Context, sess *session, img *imageFile, preset, what string) (id, refusal string, err error) {
 	original, err := s.api.UploadMedia(ctx, sess.Token, "private", img.name, img.contentType, img.data)
 	if err != nil {
-		return "", mediaRefusal(err), keepUnavailable(err)
+		return "", mediaRefusal(err, what), keepUnavailable(err)
 	}
-	ct, data, err := s.api.MediaVariant(ctx, sess.Token, original, avatarPreset)
+	ct, data, err := s.api.MediaVariant(ctx, sess.Token, original, preset)
 	if err == nil {
-		id, err = s.api.UploadMedia(ctx, sess.Token, "public", "avatar", ct, data)
+		id, err = s.api.UploadMedia(ctx, sess.Token, "public", what, ct, data)
 	}
 	// The private original goes whatever happened: it is never shown.
-	if derr := s.api.DeleteMedia(ctx, sess.Token, original); derr != nil {
-		s.log.WarnContext(ctx, "avatar original not deleted", "media_id", original, "err", derr.Error())
-	}
+	s.forgetMedia(ctx, sess, original, what+" original")
 	if err != nil {
-		return "", mediaRefusal(err), keepUnavailable(err)
+		return "", mediaRefusal(err, what), keepUnavailable(err)
 	}
 	return id, "", nil
 }
 
-// mediaRefusal is darkroom's refusal of an avatar in words, "" when err
-// is the platform failing.
-func mediaRefusal(err error) string {
+// forgetMedia deletes the caller's media at darkroom, best effort: media
+// already gone is done, and a failure leaves only space taken, so it is
+// logged (what names the media) and the page goes on.
+func (s *server) forgetMedia(ctx context.Context, sess *session, id, what string) {
+	if err := s.api.DeleteMedia(ctx, sess.Token, id); err != nil && StatusOf(err) != http.StatusNotFound {
+		s.log.WarnContext(ctx, what+" not deleted", "media_id", id, "err", err.Error())
+	}
+}
+
+// mediaRefusal is darkroom's refusal of an image in words, naming it as
+// what ("avatar", "logo"); "" when err is the platform failing.
+func mediaRefusal(err error, what string) string {
 	switch StatusOf(err) {
 	case http.StatusNotFound:
-		return "Avatars cannot be uploaded on this platform right now."
+		return strings.ToUpper(what[:1]) + what[1:] + "s cannot be uploaded on this platform right now."
 	case http.StatusRequestEntityTooLarge:
-		return "The avatar is too large, or your uploads have used up their space."
+		return "The " + what + " is too large, or your uploads have used up their space."
 	case http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity:
-		return "This file cannot be used as an avatar: " + strings.TrimSuffix(sentence(err), ".") + "."
+		return "This file cannot be used as " + article(what) + " " + what + ": " + strings.TrimSuffix(sentence(err), ".") + "."
 	}
 	return ""
 }
 
-// keepUnavailable is err when mediaRefusal has no words for it.
+// article is "an" before a vowel, "a" otherwise.
+func article(word string) string {
+	if strings.ContainsAny(word[:1], "aeiou") {
+		return "an"
+	}
+	return "a"
+}
+
+// keepUnavailable is err when darkroom's answer is no refusal in words.
 func keepUnavailable(err error) error {
-	if mediaRefusal(err) != "" {
+	if mediaRefusal(err, "image") != "" {
 		return nil
 	}
 	return err
@@ -129,9 +150,7 @@ func (s *server) replaceAvatar(w http.ResponseWriter, r *http.Request, sess *ses
 	previous := sess.Me.AvatarMediaID
 	if _, err := s.api.SetAvatar(ctx, sess.Token, id); err != nil {
 		if id != "" {
-			if derr := s.api.DeleteMedia(ctx, sess.Token, id); derr != nil {
-				s.log.WarnContext(ctx, "unrecorded avatar not deleted", "media_id", id, "err", derr.Error())
-			}
+			s.forgetMedia(ctx, sess, id, "unrecorded avatar")
 		}
 		s.fail(w, r, &sess.Me, err)
 		return
@@ -139,9 +158,7 @@ func (s *server) replaceAvatar(w http.ResponseWriter, r *http.Request, sess *ses
 	if previous != "" && previous != id {
 		// A previous avatar already gone (or darkroom down) leaves the
 		// new one recorded: the old image is only space, never shown.
-		if err := s.api.DeleteMedia(ctx, sess.Token, previous); err != nil && StatusOf(err) != http.StatusNotFound {
-			s.log.WarnContext(ctx, "previous avatar not deleted", "media_id", previous, "err", err.Error())
-		}
+		s.forgetMedia(ctx, sess, previous, "previous avatar")
 	}
 	http.Redirect(w, r, "/app/settings?done="+done, http.StatusSeeOther)
 }

@@ -67,12 +67,6 @@ type ProjectInput struct {
 	LogoMediaID string `json:"logo_media_id,omitempty"`
 }
 
-// UploadPublicMedia stores a file at darkroom as public media (a logo)
-// and returns its id.
-func (c *Client) UploadPublicMedia(ctx context.Context, token, filename, contentType string, data []byte) (string, error) {
-	return c.UploadMedia(ctx, token, "public", filename, contentType, data)
-}
-
 // UploadMedia stores a file at darkroom with visibility (public or
 // private) and returns its id.
 func (c *Client) UploadMedia(ctx context.Context, token, visibility, filename, contentType string, data []byte) (string, error) {
@@ -393,26 +387,20 @@ const maxLogoBytes = 1 << 20
 
 var logoTypes = []string{"image/png", "image/jpeg", "image/webp", "image/gif"}
 
-// logoOf stores the form's logo file, when one was chosen, at darkroom as
-// public media and returns its id. A file the platform does not take is
-// a refusal in words for the logo field; err is the platform failing.
+// logoPreset is the darkroom variant a logo is made from and shown as:
+// the directory and the project's page link /v1/media/{id}/thumb.
+const logoPreset = "thumb"
+
+// logoOf makes the form's logo file, when one was chosen, public at
+// darkroom as its thumb variant (publicVariant: never the file as it
+// came) and returns the media's id. A file the platform does not take
+// is a refusal in words for the logo field; err is the platform failing.
 func (s *server) logoOf(r *http.Request, sess *session) (id, refusal string, err error) {
 	img, refusal, err := imageOf(r, "logo", "The logo")
 	if img == nil {
 		return "", refusal, err
 	}
-	id, err = s.api.UploadPublicMedia(r.Context(), sess.Token, img.name, img.contentType, img.data)
-	switch {
-	case err == nil:
-		return id, "", nil
-	case StatusOf(err) == http.StatusNotFound:
-		return "", "Logos cannot be uploaded on this platform right now.", nil
-	case StatusOf(err) == http.StatusRequestEntityTooLarge:
-		return "", "The logo is too large, or your uploads have used up their space.", nil
-	case StatusOf(err) == http.StatusUnsupportedMediaType || StatusOf(err) == http.StatusUnprocessableEntity:
-		return "", "This file cannot be used as a logo: " + strings.TrimSuffix(sentence(err), "."), nil
-	}
-	return "", "", err
+	return s.publicVariant(r.Context(), sess, img, logoPreset, "logo")
 }
 
 // imageFile is an image a form carried, sniffed and bounded.
@@ -484,6 +472,7 @@ func (s *server) publishProject(w http.ResponseWriter, r *http.Request, sess *se
 	}
 	pr, err := s.api.PublishProject(r.Context(), sess.Token, id, in)
 	if err != nil {
+		s.dropNewLogo(r.Context(), sess, in)
 		s.projectRefused(w, r, sess, err, form, "")
 		return
 	}
@@ -493,7 +482,8 @@ func (s *server) publishProject(w http.ResponseWriter, r *http.Request, sess *se
 func (s *server) editProject(w http.ResponseWriter, r *http.Request, sess *session) {
 	id, slug := r.PathValue("id"), r.PathValue("slug")
 	in, form := projectInput(r)
-	if err := s.checkProjectAccount(r.Context(), sess, id, slug); err != nil {
+	old, err := s.accountProject(r.Context(), id, slug)
+	if err != nil {
 		s.fail(w, r, &sess.Me, err)
 		return
 	}
@@ -501,15 +491,20 @@ func (s *server) editProject(w http.ResponseWriter, r *http.Request, sess *sessi
 		return
 	}
 	if _, err := s.api.UpdateProject(r.Context(), sess.Token, slug, in); err != nil {
+		s.dropNewLogo(r.Context(), sess, in)
 		s.projectRefused(w, r, sess, err, form, slug)
 		return
+	}
+	if in.LogoMediaID != "" && old.LogoMediaID != nil {
+		s.forgetMedia(r.Context(), sess, *old.LogoMediaID, "replaced logo")
 	}
 	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"/projects?done=project-saved", http.StatusSeeOther)
 }
 
 func (s *server) deleteProject(w http.ResponseWriter, r *http.Request, sess *session) {
 	id, slug := r.PathValue("id"), r.PathValue("slug")
-	if err := s.checkProjectAccount(r.Context(), sess, id, slug); err != nil {
+	old, err := s.accountProject(r.Context(), id, slug)
+	if err != nil {
 		s.fail(w, r, &sess.Me, err)
 		return
 	}
@@ -517,21 +512,34 @@ func (s *server) deleteProject(w http.ResponseWriter, r *http.Request, sess *ses
 		s.projectRefused(w, r, sess, err, nil, "")
 		return
 	}
+	if old.LogoMediaID != nil {
+		s.forgetMedia(r.Context(), sess, *old.LogoMediaID, "deleted project's logo")
+	}
 	http.Redirect(w, r, "/app/accounts/"+url.PathEscape(id)+"/projects?done=project-deleted", http.StatusSeeOther)
 }
 
-// checkProjectAccount makes sure slug is a project of the account the
-// page is about, so a form of one account's page never changes another's
-// project (pantry still decides whether the user may).
-func (s *server) checkProjectAccount(ctx context.Context, sess *session, accountID, slug string) error {
+// dropNewLogo deletes the logo a refused write had uploaded: no project
+// names it, so it would only take space.
+func (s *server) dropNewLogo(ctx context.Context, sess *session, in ProjectInput) {
+	if in.LogoMediaID != "" {
+		s.forgetMedia(ctx, sess, in.LogoMediaID, "refused project's logo")
+	}
+}
+
+// accountProject reads slug's project, making sure it is a project of
+// the account the page is about, so a form of one account's page never
+// changes another's project (pantry still decides whether the user may).
+// A logo is deleted with the caller's token: darkroom deletes only the
+// uploader's media, so another member's logo stays where it is.
+func (s *server) accountProject(ctx context.Context, accountID, slug string) (Project, error) {
 	pr, movedTo, err := s.api.Project(ctx, slug)
 	if err != nil {
-		return err
+		return Project{}, err
 	}
 	if movedTo != "" || pr.AccountID != accountID {
-		return &APIError{Status: http.StatusNotFound, Code: "not_found"}
+		return Project{}, &APIError{Status: http.StatusNotFound, Code: "not_found"}
 	}
-	return nil
+	return pr, nil
 }
 
 // projectRefused re-renders the Projects tab with pantry's refusal and

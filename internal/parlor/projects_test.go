@@ -3,8 +3,7 @@ package parlor_test
 import (
 	"bytes"
 	"image"
-	"image/color"
-	pngenc "image/png"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -162,10 +161,12 @@ func (v *visitor) postMultipart(path string, form url.Values, field, filename st
 }
 
 // TestProjectLogoThroughDarkroom: a logo chosen on the account's Projects
-// tab is stored at darkroom as public media, accepted by pantry, shown on
-// the project's page and served through the gateway; a file that is no
-// image is refused on the logo field with the form kept; an edit without
-// a new file keeps the logo.
+// tab is public at darkroom only as its thumb variant (re-encoded, no
+// metadata of the uploaded file), accepted by pantry, shown on the
+// project's page and served through the gateway; a file that is no image
+// is refused on the logo field with the form kept; an edit without a new
+// file keeps the logo, one with a new file deletes the old logo, and
+// deleting the project deletes its logo.
 func TestProjectLogoThroughDarkroom(t *testing.T) {
 	st := startStackWith(t, true)
 	owner := newVisitor(t, st.GatewayURL)
@@ -173,16 +174,8 @@ func TestProjectLogoThroughDarkroom(t *testing.T) {
 	acct := accountIDFrom(t, owner.post("/app/accounts", url.Values{"name": {"Logos " + uniqueEmail("l")[2:10]}}).location())
 	tab := "/app/accounts/" + acct + "/projects"
 
-	img := image.NewNRGBA(image.Rect(0, 0, 64, 48))
-	for x := range 64 {
-		for y := range 48 {
-			img.Set(x, y, color.NRGBA{R: uint8(x * 4), G: uint8(y * 5), B: 200, A: 255})
-		}
-	}
-	var png bytes.Buffer
-	if err := pngenc.Encode(&png, img); err != nil {
-		t.Fatal(err)
-	}
+	const secret = "GPS 51.4779N 0.0015W office"
+	src := pngWithText(t, secret)
 	form := url.Values{"name": {"Lighthouse"}, "summary": {"Guides ships"}, "visibility": {"public"}}
 
 	refused := owner.postMultipart(tab, form, "logo", "notes.txt", []byte("just some words, not an image at all")).
@@ -190,22 +183,39 @@ func TestProjectLogoThroughDarkroom(t *testing.T) {
 	if !strings.Contains(refused.Body, `value="Guides ships"`) {
 		t.Errorf("the refused form lost what was typed")
 	}
-	a := owner.postMultipart(tab, form, "logo", "lighthouse.png", png.Bytes())
-	if a.Status != http.StatusSeeOther {
-		t.Fatalf("publish with a logo: %d\n%s", a.Status, visibleText(a.Body))
+	logo := func(path string) string {
+		t.Helper()
+		if a := owner.postMultipart(path, form, "logo", "lighthouse.png", src); a.Status != http.StatusSeeOther {
+			t.Fatalf("save with a logo: %d\n%s", a.Status, visibleText(a.Body))
+		}
+		page := owner.get("/projects/lighthouse").expect(t, http.StatusOK, "Lighthouse")
+		m := regexp.MustCompile(`<img src="/v1/media/([^"/]+)/thumb"`).FindStringSubmatch(page.Body)
+		if m == nil {
+			t.Fatalf("the project's page shows no logo:\n%s", page.Body)
+		}
+		return m[1]
 	}
-	page := owner.get("/projects/lighthouse").expect(t, http.StatusOK, "Lighthouse")
-	m := regexp.MustCompile(`<img src="(/v1/media/[^"/]+)/thumb"`).FindStringSubmatch(page.Body)
-	if m == nil {
-		t.Fatalf("the project's page shows no logo:\n%s", page.Body)
+	get := func(path string) (int, []byte) {
+		t.Helper()
+		resp, err := http.Get(st.GatewayURL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, body
 	}
-	resp, err := http.Get(st.GatewayURL + m[1] + "/thumb")
-	if err != nil {
-		t.Fatal(err)
+	first := logo(tab)
+	if status, _ := get("/v1/media/" + first + "/thumb"); status != http.StatusOK {
+		t.Errorf("the logo's thumb through the gateway: %d", status)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "image/") {
-		t.Errorf("the logo's thumb through the gateway: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	// The public media is darkroom's variant, not the uploaded file.
+	status, body := get("/v1/media/" + first)
+	if status != http.StatusOK || bytes.Contains(body, []byte(secret)) || bytes.Equal(body, src) {
+		t.Errorf("the public logo (%d) is the uploaded file or carries its metadata", status)
+	}
+	if cfg, _, err := image.DecodeConfig(bytes.NewReader(body)); err != nil || cfg.Width != 128 || cfg.Height != 128 {
+		t.Errorf("the public logo is %dx%d (%v), want the 128x128 thumb", cfg.Width, cfg.Height, err)
 	}
 
 	// An edit without a new file keeps the logo.
@@ -213,7 +223,22 @@ func TestProjectLogoThroughDarkroom(t *testing.T) {
 	if a := owner.postMultipart(tab+"/lighthouse", form, "", "", nil); a.Status != http.StatusSeeOther {
 		t.Fatalf("edit: %d\n%s", a.Status, visibleText(a.Body))
 	}
-	if page := owner.get("/projects/lighthouse").expect(t, http.StatusOK, "Guides ships home"); !strings.Contains(page.Body, m[1]+"/thumb") {
+	if page := owner.get("/projects/lighthouse").expect(t, http.StatusOK, "Guides ships home"); !strings.Contains(page.Body, first+"/thumb") {
 		t.Errorf("the edit dropped the logo")
+	}
+	// A new logo replaces the old one, which is deleted.
+	second := logo(tab + "/lighthouse")
+	if second == first {
+		t.Fatal("a new logo kept the old media")
+	}
+	if status, _ := get("/v1/media/" + first + "/thumb"); status != http.StatusNotFound {
+		t.Errorf("the replaced logo: %d, want 404 (deleted)", status)
+	}
+	// Deleting the project deletes its logo.
+	if a := owner.post(tab+"/lighthouse/delete", url.Values{}); a.Status != http.StatusSeeOther {
+		t.Fatalf("delete: %d\n%s", a.Status, visibleText(a.Body))
+	}
+	if status, _ := get("/v1/media/" + second + "/thumb"); status != http.StatusNotFound {
+		t.Errorf("the deleted project's logo: %d, want 404 (deleted)", status)
 	}
 }
