@@ -200,7 +200,7 @@ func run(ctx context.Context, cfg config) (bool, error) {
 	fresh := map[string]Mem{}
 	for _, s := range p.services() {
 		m, _ := readMemory(s.pid())
-		fresh[s.Name] = Mem{RSSMiB: mib(m.RSS), PeakMiB: mib(m.Peak)}
+		fresh[s.Name] = Mem{RSSMiB: mib(m.RSS), PeakMiB: mib(m.Peak), FileMiB: mib(m.File)}
 	}
 	maxLevel := slices.Max(append(slices.Clone(cfg.levels), 64+32))
 	client := newClient(maxLevel)
@@ -220,7 +220,7 @@ func run(ctx context.Context, cfg config) (bool, error) {
 	}
 	for _, s := range p.services() {
 		m, _ := readMemory(s.pid())
-		report.Idle[s.Name] = Mem{RSSMiB: mib(m.RSS), PeakMiB: mib(m.Peak)}
+		report.Idle[s.Name] = Mem{RSSMiB: mib(m.RSS), PeakMiB: mib(m.Peak), FileMiB: mib(m.File)}
 	}
 	b := &bench{cfg: cfg, p: p, client: client, dir: work}
 	defer func() { b.billing.stop() }()
@@ -286,7 +286,7 @@ func run(ctx context.Context, cfg config) (bool, error) {
 		res.Memory = map[string]Mem{}
 		for _, s := range p.services() {
 			m, _ := readMemory(s.pid())
-			res.Memory[s.Name] = Mem{RSSMiB: mib(m.RSS), PeakMiB: mib(m.Peak)}
+			res.Memory[s.Name] = Mem{RSSMiB: mib(m.RSS), PeakMiB: mib(m.Peak), FileMiB: mib(m.File)}
 		}
 		report.Scenarios = append(report.Scenarios, res)
 		printScenario(os.Stdout, res)

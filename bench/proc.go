@@ -184,6 +184,10 @@ func (s *service) pid() int { return s.cmd.Process.Pid }
 type memory struct {
 	RSS  int64 // VmRSS, bytes
 	Peak int64 // VmHWM, bytes: the peak since start or the last resetPeak
+	// File is RssFile, bytes: the part of RSS that is pages of files
+	// mapped in, here nearly all the platform binary's own code and
+	// data, shared by every process started from it and reclaimable.
+	File int64
 }
 
 func readMemory(pid int) (memory, error) {
@@ -212,6 +216,9 @@ func readMemory(pid int) (memory, error) {
 		}
 		if v, ok := field("VmHWM:"); ok {
 			m.Peak = v
+		}
+		if v, ok := field("RssFile:"); ok {
+			m.File = v
 		}
 	}
 	return m, sc.Err()
