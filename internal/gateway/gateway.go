@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/platformco/platform/internal/gateway/ratelimit"
 	"github.com/platformco/platform/internal/gateway/session"
@@ -69,7 +70,13 @@ type Options struct {
 	// Transport carries proxied requests and identity calls; nil means
 	// NewHTTPTransport().
 	Transport http.RoundTripper
-	Logger    *slog.Logger
+	// TransferIdle is how long a proxied request's body or answer may
+	// stand still before the connection is cut; while bytes move, the
+	// server's whole-request read and write timeouts do not apply (a
+	// large download, an upload, a long model stream). 0 means
+	// DefaultTransferIdle.
+	TransferIdle time.Duration
+	Logger       *slog.Logger
 }
 
 // Gateway is the edge's HTTP handler.
@@ -102,6 +109,9 @@ func New(opts Options) *Gateway {
 	}
 	if opts.Transport == nil {
 		opts.Transport = NewHTTPTransport()
+	}
+	if opts.TransferIdle <= 0 {
+		opts.TransferIdle = DefaultTransferIdle
 	}
 	g := &Gateway{
 		opts:     opts,

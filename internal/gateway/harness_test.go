@@ -60,6 +60,7 @@ type harness struct {
 	boxURL   string
 	cache    *tokens.Cache
 	gw       *gateway.Gateway
+	opts     gateway.Options // what gw was made with
 	limiter  ratelimit.Limiter
 }
 
@@ -131,7 +132,7 @@ func newHarness(t *testing.T, s setup) *harness {
 	if s.darkroom != "" {
 		opts.DarkroomURL = mustURL(t, s.darkroom)
 	}
-	h.gw = gateway.New(opts)
+	h.gw, h.opts = gateway.New(opts), opts
 	return h
 }
 

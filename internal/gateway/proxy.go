@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -142,7 +143,82 @@ func safeError(err error) string {
 // serveProxy forwards r to up with the forwarding decisions in fw.
 func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request, up *upstream, fw forward) {
 	r = r.WithContext(context.WithValue(r.Context(), forwardKey{}, fw))
+	w, r = moving(w, r, g.opts.TransferIdle)
 	up.proxy.ServeHTTP(w, r)
+}
+
+// DefaultTransferIdle is how long a proxied transfer may stand still.
+const DefaultTransferIdle = 30 * time.Second
+
+// moving replaces the server's whole-request deadlines (httpx.NewServer:
+// 30 s to read a request, 60 s to answer it) on a proxied request with
+// deadlines that follow the bytes: each read of the body and each write
+// of the answer moves its deadline to idle from then. A 2 GiB download
+// or a ten-minute model stream runs for as long as it moves, and a
+// caller that stops reading, or stops sending its body, is cut idle
+// after its last byte, as before. Waiting for the upstream's first byte
+// is bounded by the upstream (and the caller leaving cancels it).
+func moving(w http.ResponseWriter, r *http.Request, idle time.Duration) (http.ResponseWriter, *http.Request) {
+	rc := http.NewResponseController(w)
+	if rc.SetWriteDeadline(time.Time{}) != nil || rc.SetReadDeadline(time.Time{}) != nil {
+		return w, r // a writer without deadlines (a test's recorder)
+	}
+	mw := &movingWriter{ResponseWriter: w, d: deadline{rc: rc, idle: idle}}
+	if r.Body != nil && r.Body != http.NoBody {
+		r2 := *r
+		r2.Body = &movingBody{ReadCloser: r.Body, d: deadline{rc: rc, idle: idle}}
+		r = &r2
+	}
+	return mw, r
+}
+
+// deadline moves a deadline to idle from now, at most once per idle/4,
+// so a deadline is never less than three quarters of idle away when a
+// transfer moves.
+type deadline struct {
+	rc   *http.ResponseController
+	idle time.Duration
+	next time.Time
+}
+
+func (d *deadline) move(set func(*http.ResponseController, time.Time) error) {
+	now := time.Now()
+	if now.Before(d.next) {
+		return
+	}
+	d.next = now.Add(d.idle / 4)
+	_ = set(d.rc, now.Add(d.idle))
+}
+
+// movingWriter moves the write deadline on every write of the answer.
+type movingWriter struct {
+	http.ResponseWriter
+	d deadline
+}
+
+func (m *movingWriter) WriteHeader(code int) {
+	m.d.move((*http.ResponseController).SetWriteDeadline)
+	m.ResponseWriter.WriteHeader(code)
+}
+
+func (m *movingWriter) Write(p []byte) (int, error) {
+	m.d.move((*http.ResponseController).SetWriteDeadline)
+	return m.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController (the proxy's flushes) reach the
+// server's writer.
+func (m *movingWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
+
+// movingBody moves the read deadline on every read of the request body.
+type movingBody struct {
+	io.ReadCloser
+	d deadline
+}
+
+func (m *movingBody) Read(p []byte) (int, error) {
+	m.d.move((*http.ResponseController).SetReadDeadline)
+	return m.ReadCloser.Read(p)
 }
 
 // stripSessionCookie keeps the gateway's session cookie from reaching an
