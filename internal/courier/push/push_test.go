@@ -282,6 +282,7 @@ func newEnv(t *testing.T, engine sqldb.Engine, schedule []time.Duration) *env {
 	roots.AddCert(ps.srv.Certificate())
 	store := sqlstore.New(db)
 	svc := courier.NewService(store, sealer)
+	svc.EnablePush(nil)
 	// Development admits the loopback push service, as courier.md allows
 	// for tests; the client trusts the test server's certificate only.
 	pm := courier.NewPush(store, sealer, true, nil)
