@@ -124,6 +124,9 @@ func TestPushRoutes(t *testing.T) {
 			{"CompressedPoint", subscriptionBody(endpoint, base64.RawURLEncoding.EncodeToString(mustDecode(t, p256dh)[:33]), auth), "keys.p256dh", "invalid"},
 			{"NotBase64", subscriptionBody(endpoint, "!!", auth), "keys.p256dh", "invalid"},
 			{"ShortAuth", subscriptionBody(endpoint, p256dh, base64.RawURLEncoding.EncodeToString(make([]byte, 15))), "keys.auth", "invalid"},
+			{"LongAuth", subscriptionBody(endpoint, p256dh, base64.RawURLEncoding.EncodeToString(make([]byte, 32))), "keys.auth", "invalid"},
+			{"AuthNotBase64", subscriptionBody(endpoint, p256dh, "not*base64*at*all!"), "keys.auth", "invalid"},
+			{"NoAuth", subscriptionBody(endpoint, p256dh, ""), "keys.auth", "required"},
 			{"NoKeys", `{"endpoint":"` + endpoint + `"}`, "keys.p256dh", "required"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
