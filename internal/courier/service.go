@@ -26,12 +26,18 @@ type Service struct {
 	// queued receives (without blocking) when a message was queued, to
 	// wake the send loop.
 	queued chan struct{}
+	// push is on (a VAPID key pair is configured): sends queue pushes.
+	push bool
 	// pushed, when set, wakes the push loop when pushes were queued.
 	pushed func()
 }
 
-// OnPushQueued has fn called after each send that queued pushes.
-func (s *Service) OnPushQueued(fn func()) { s.pushed = fn }
+// EnablePush turns push on: from then on a send queues a push to each
+// subscription of its recipient (courier.md section 6), and wake (when
+// not nil) is called after each send that queued some. Without it, push
+// is off and sends queue none, even to subscriptions made while it was
+// on: nothing would send them.
+func (s *Service) EnablePush(wake func()) { s.push, s.pushed = true, wake }
 
 // NewService returns a service over store, sealing template data with
 // sealer.
@@ -51,7 +57,10 @@ func (s *Service) Send(ctx context.Context, caller string, req SendRequest) (Ema
 	if err != nil {
 		return Email{}, err
 	}
-	in := NewEmail{ID: ids.New(), Template: req.Template, To: req.To, Locale: "en", RequestedBy: caller, PushCategory: PushCategory(req.Template)}
+	in := NewEmail{ID: ids.New(), Template: req.Template, To: req.To, Locale: "en", RequestedBy: caller}
+	if s.push {
+		in.PushCategory = PushCategory(req.Template)
+	}
 	if req.Locale != nil {
 		in.Locale = *req.Locale
 	}

@@ -42,3 +42,27 @@ func TestCourierConfig(t *testing.T) {
 		t.Errorf("service secret %q is shorter than courier accepts", s)
 	}
 }
+
+// TestVAPIDFileRefusedNotReplaced: a VAPID file that holds no valid pair
+// stops the quick start and stays as it was: the browsers subscribed
+// with its key.
+func TestVAPIDFileRefusedNotReplaced(t *testing.T) {
+	for _, tt := range []struct{ name, content string }{
+		{"NotJSON", "not json\n"},
+		{"HalvesDiffer", `{"public_key":"BOr4ETyJ9rErzlCiZl0cpzW_OC1K8jcK5xC3p7I8YHpE7aR3f1pQw4RsSGkqaOc2aLkDk0n6o2b1uHgQZfqR6Bo","private_key":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAE"}` + "\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), courierVAPIDFile)
+			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := loadOrCreateVAPID(path)
+			if err == nil || !strings.Contains(err.Error(), path) {
+				t.Errorf("loadOrCreateVAPID = %v, want an error naming %s", err, path)
+			}
+			if b, _ := os.ReadFile(path); string(b) != tt.content {
+				t.Errorf("the file was replaced: %q", b)
+			}
+		})
+	}
+}

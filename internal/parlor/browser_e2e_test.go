@@ -360,6 +360,7 @@ func TestBrowserJourney(t *testing.T) {
 	journeyDarkroom(t, owner, member, operator, base, team)
 	journeyBilling(t, owner, member, operator, base, team)
 	journeyMuse(t, owner, member, operator, base, team)
+	journeyPush(t, owner, member, operator, base, team)
 	owner.do("signout", []string{"Your software, licensed and delivered"}, submit(`form[action="/signout"]`))
 	owner.do("signed-out", []string{"Sign in"}, chromedp.Navigate(base+"/app"))
 }

@@ -158,7 +158,7 @@ func openLoops(ctx context.Context, app *service.App, cfg Config, deps *httpapi.
 	if cfg.vapid != nil {
 		pm := courier.NewPush(store, sealer, cfg.Development(), nil)
 		sender := push.NewSender(store, svc, pm, renderer, *cfg.vapid, webhooks.NewClient(cfg.Development()), push.Options{}, logger)
-		svc.OnPushQueued(sender.Kick)
+		svc.EnablePush(sender.Kick)
 		deps.Push, deps.VAPIDPublicKey = pm, cfg.vapid.PublicKey
 		app.Go(sender.Run)
 	}

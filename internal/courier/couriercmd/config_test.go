@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+
+	"github.com/platformco/platform/internal/courier/push"
 )
 
 var testKey = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
@@ -30,6 +32,17 @@ func baseEnv() map[string]string {
 }
 
 func TestConfig(t *testing.T) {
+	vapid, err := push.GenerateVAPID("mailto:push@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := push.GenerateVAPID("mailto:push@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair := func(public, private, subject string) map[string]string {
+		return map[string]string{"COURIER_VAPID_PUBLIC_KEY": public, "COURIER_VAPID_PRIVATE_KEY": private, "COURIER_VAPID_SUBJECT": subject}
+	}
 	tests := []struct {
 		name    string
 		change  map[string]string
@@ -59,6 +72,15 @@ func TestConfig(t *testing.T) {
 		{"ErrServiceTokenShortSecret", map[string]string{"COURIER_SERVICE_TOKENS": "identity:short"}, "COURIER_SERVICE_TOKENS: entry 1 (identity): the secret must be at least 32"},
 		{"ErrServiceTokenMalformed", map[string]string{"COURIER_SERVICE_TOKENS": "identity"}, "COURIER_SERVICE_TOKENS: entry 1 must be name:secret"},
 		{"ErrEventsURL", map[string]string{"EVENTS_URL": "http://x"}, "EVENTS_URL:"},
+		{"OKVAPIDPair", pair(vapid.PublicKey, vapid.PrivateKey, "mailto:push@example.com"), ""},
+		{"OKVAPIDHTTPSSubject", pair(vapid.PublicKey, vapid.PrivateKey, "https://example.com/contact"), ""},
+		{"ErrVAPIDSubjectAlone", pair("", "", "mailto:push@example.com"), "COURIER_VAPID_SUBJECT: is set without"},
+		{"ErrVAPIDPublicAlone", pair(vapid.PublicKey, "", "mailto:push@example.com"), "COURIER_VAPID_PRIVATE_KEY: is required"},
+		{"ErrVAPIDPrivateAlone", pair("", vapid.PrivateKey, "mailto:push@example.com"), "COURIER_VAPID_PUBLIC_KEY: is required"},
+		{"ErrVAPIDHalvesDiffer", pair(other.PublicKey, vapid.PrivateKey, "mailto:push@example.com"), "COURIER_VAPID_PUBLIC_KEY: is not the public half"},
+		{"ErrVAPIDPrivateNotAKey", pair(vapid.PublicKey, "bm90IGEga2V5", "mailto:push@example.com"), "COURIER_VAPID_PRIVATE_KEY: must be"},
+		{"ErrVAPIDNoSubject", pair(vapid.PublicKey, vapid.PrivateKey, ""), "COURIER_VAPID_SUBJECT: is required"},
+		{"ErrVAPIDHTTPSubject", pair(vapid.PublicKey, vapid.PrivateKey, "http://example.com"), "COURIER_VAPID_SUBJECT: must be"},
 		{"ErrIdentityIssuer", map[string]string{"IDENTITY_ISSUER": "identity"}, "IDENTITY_ISSUER: must be an absolute"},
 	}
 	for _, tt := range tests {
@@ -75,6 +97,9 @@ func TestConfig(t *testing.T) {
 				if cfg.Port != 4000 {
 					t.Errorf("Port = %d, want the default 4000", cfg.Port)
 				}
+				if on := tt.change["COURIER_VAPID_PUBLIC_KEY"] != ""; cfg.Push() != on {
+					t.Errorf("Push() = %v, want %v", cfg.Push(), on)
+				}
 				return
 			}
 			if err == nil {
@@ -83,7 +108,7 @@ func TestConfig(t *testing.T) {
 			if msg := err.Error(); !strings.HasPrefix(msg, tt.wantErr) || strings.Contains(msg, "\n") {
 				t.Errorf("error = %q, want one line starting %q", msg, tt.wantErr)
 			}
-			if strings.Contains(err.Error(), testKey) || strings.Contains(err.Error(), strings.Repeat("s", 32)) {
+			if strings.Contains(err.Error(), testKey) || strings.Contains(err.Error(), strings.Repeat("s", 32)) || strings.Contains(err.Error(), vapid.PrivateKey) {
 				t.Errorf("error %q repeats a secret", err)
 			}
 		})

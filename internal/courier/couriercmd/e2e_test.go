@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/platformco/platform/internal/courier"
+	"github.com/platformco/platform/internal/courier/push"
 	"github.com/platformco/platform/internal/events/eventstest"
 	"github.com/platformco/platform/internal/sqldb"
 	"github.com/platformco/platform/internal/sqldb/sqltest"
@@ -72,5 +73,44 @@ func TestServeDeliversToTheLocalMailboxAndPublishes(t *testing.T) {
 			}
 			return seen[courier.EventEmailQueued] && seen[courier.EventEmailDelivered]
 		})
+	})
+}
+
+// TestServePushOnlyWithAVAPIDPair: with a VAPID pair the push routes
+// answer and hand out its public key; without one they are 404 and mail
+// is sent as ever (TestServeDeliversToTheLocalMailboxAndPublishes runs
+// without a pair).
+func TestServePushOnlyWithAVAPIDPair(t *testing.T) {
+	vapid, err := push.GenerateVAPID("mailto:push@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		for _, tt := range []struct {
+			name string
+			env  map[string]string
+			want int
+		}{
+			{"Off", map[string]string{}, http.StatusNotFound},
+			{"On", map[string]string{"COURIER_VAPID_PUBLIC_KEY": vapid.PublicKey, "COURIER_VAPID_PRIVATE_KEY": vapid.PrivateKey,
+				"COURIER_VAPID_SUBJECT": vapid.Subject}, http.StatusOK},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				tt.env["DATABASE_URL"] = migrated(t, engine)
+				base := serve(t, tt.env)
+				res, err := http.Get(base + "/v1/push/vapid_public_key")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				var body struct {
+					PublicKey string `json:"public_key"`
+				}
+				_ = json.NewDecoder(res.Body).Decode(&body)
+				if res.StatusCode != tt.want || (tt.want == http.StatusOK && body.PublicKey != vapid.PublicKey) {
+					t.Errorf("GET /v1/push/vapid_public_key = %d %q, want %d", res.StatusCode, body.PublicKey, tt.want)
+				}
+			})
+		}
 	})
 }

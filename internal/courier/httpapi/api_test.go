@@ -75,6 +75,7 @@ func newEnvPush(t *testing.T, engine sqldb.Engine, dbTimeout time.Duration, read
 	var pm *courier.Push
 	if push != nil {
 		pm = push(store, sealer)
+		svc.EnablePush(nil)
 	}
 	h := httpapi.NewServer(httpapi.Deps{Push: pm, VAPIDPublicKey: testVAPIDKey,
 		Service: svc, Identity: idp.client, Tokens: tokens, Idempotency: idempotency.New(db, make([]byte, idempotency.SecretSize)), Logger: discard(),

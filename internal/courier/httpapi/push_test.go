@@ -1,12 +1,15 @@
 package httpapi_test
 
 import (
+	"context"
 	"crypto/ecdh"
 	"crypto/rand"
 	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/platformco/platform/internal/courier"
 	"github.com/platformco/platform/internal/courier/httpapi"
@@ -121,6 +124,9 @@ func TestPushRoutes(t *testing.T) {
 			{"CompressedPoint", subscriptionBody(endpoint, base64.RawURLEncoding.EncodeToString(mustDecode(t, p256dh)[:33]), auth), "keys.p256dh", "invalid"},
 			{"NotBase64", subscriptionBody(endpoint, "!!", auth), "keys.p256dh", "invalid"},
 			{"ShortAuth", subscriptionBody(endpoint, p256dh, base64.RawURLEncoding.EncodeToString(make([]byte, 15))), "keys.auth", "invalid"},
+			{"LongAuth", subscriptionBody(endpoint, p256dh, base64.RawURLEncoding.EncodeToString(make([]byte, 32))), "keys.auth", "invalid"},
+			{"AuthNotBase64", subscriptionBody(endpoint, p256dh, "not*base64*at*all!"), "keys.auth", "invalid"},
+			{"NoAuth", subscriptionBody(endpoint, p256dh, ""), "keys.auth", "required"},
 			{"NoKeys", `{"endpoint":"` + endpoint + `"}`, "keys.p256dh", "required"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
@@ -179,11 +185,25 @@ func TestPushOffIs404(t *testing.T) {
 		p256dh, auth := browserKeys(t)
 		c.Code("POST", "/v1/me/push_subscriptions", subscriptionBody("https://93.184.215.14/p", p256dh, auth), 404, "not_found", me)
 		c.Code("DELETE", "/v1/me/push_subscriptions/5f0c3b8e-1a2d-4e6f-9b7c-0d1e2f3a4b5c", "", 404, "not_found", me)
+		// A subscription made while push was on queues nothing now:
+		// nothing would send it. The email itself is queued as ever.
+		_, err := sqlstore.New(e.db).SubscribePush(context.Background(), "off@example.com", courier.PushSubscription{
+			ID: uuid.NewString(), UserID: uuid.NewString(), Endpoint: "https://93.184.215.14/p", P256dh: p256dh}, []byte("sealed"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		var sent struct {
-			Email struct{ ID string } `json:"email"`
+			Email struct{ ID, Status string } `json:"email"`
 		}
 		c.JSON("POST", "/v1/emails", `{"template":"welcome","to":"off@example.com","data":{}}`, 202, &sent, svc)
+		if sent.Email.Status != courier.StatusQueued {
+			t.Errorf("the email is %s, want queued", sent.Email.Status)
+		}
+		if n := e.count(`SELECT count(*) FROM push_sends`); n != 0 {
+			t.Errorf("push off queued %d pushes", n)
+		}
 		c.Code("GET", "/v1/emails/"+sent.Email.ID+"/pushes", "", 404, "not_found", svc)
+		c.Do("GET", "/v1/emails/"+sent.Email.ID, "", 200, svc)
 		c.Do("GET", "/v1/me/preferences", "", 200, me)
 
 		slow := newEnvPush(t, engine, time.Nanosecond, true, withPush)

@@ -282,6 +282,7 @@ func newEnv(t *testing.T, engine sqldb.Engine, schedule []time.Duration) *env {
 	roots.AddCert(ps.srv.Certificate())
 	store := sqlstore.New(db)
 	svc := courier.NewService(store, sealer)
+	svc.EnablePush(nil)
 	// Development admits the loopback push service, as courier.md allows
 	// for tests; the client trusts the test server's certificate only.
 	pm := courier.NewPush(store, sealer, true, nil)
@@ -348,27 +349,30 @@ func TestPushDelivery(t *testing.T) {
 		want     string
 		history  []string
 		requests int
+		// attempts is the push's count: a 413's shortened resend is
+		// part of the same attempt.
+		attempts int
 		short    []bool
 		gone     bool
 	}{
 		{name: "Delivered", template: courier.TemplateWelcome, answers: []int{201}, want: courier.PushDelivered,
-			history: []string{"queued", "delivered"}, requests: 1, short: []bool{false}},
+			history: []string{"queued", "delivered"}, requests: 1, attempts: 1, short: []bool{false}},
 		{name: "LinkCarried", template: courier.TemplateInvitation, data: invite, answers: []int{201}, want: courier.PushDelivered,
-			history: []string{"queued", "delivered"}, requests: 1, short: []bool{false}},
+			history: []string{"queued", "delivered"}, requests: 1, attempts: 1, short: []bool{false}},
 		{name: "GoneDeletesTheSubscription", template: courier.TemplateWelcome, answers: []int{410}, want: courier.PushExpired,
-			history: []string{"queued", "expired"}, requests: 1, short: []bool{false}, gone: true},
+			history: []string{"queued", "expired"}, requests: 1, attempts: 1, short: []bool{false}, gone: true},
 		{name: "NotFoundDeletesTheSubscription", template: courier.TemplateWelcome, answers: []int{404}, want: courier.PushExpired,
-			history: []string{"queued", "expired"}, requests: 1, short: []bool{false}, gone: true},
+			history: []string{"queued", "expired"}, requests: 1, attempts: 1, short: []bool{false}, gone: true},
 		{name: "TooManyRequestsAnd5xxRetried", template: courier.TemplateWelcome, answers: []int{429, 503, 201}, want: courier.PushDelivered,
-			history: []string{"queued", "queued", "queued", "delivered"}, requests: 3, short: []bool{false, false, false}},
+			history: []string{"queued", "queued", "queued", "delivered"}, requests: 3, attempts: 3, short: []bool{false, false, false}},
 		{name: "RetriesEndFailed", template: courier.TemplateWelcome, answers: []int{500}, want: courier.PushFailed,
-			history: []string{"queued", "queued", "queued", "failed"}, requests: 3, short: []bool{false, false, false}},
+			history: []string{"queued", "queued", "queued", "failed"}, requests: 3, attempts: 3, short: []bool{false, false, false}},
 		{name: "TooLargeShortenedOnce", template: courier.TemplateInvitation, data: invite, answers: []int{413, 201}, want: courier.PushDelivered,
-			history: []string{"queued", "delivered"}, requests: 2, short: []bool{false, true}},
+			history: []string{"queued", "delivered"}, requests: 2, attempts: 1, short: []bool{false, true}},
 		{name: "TooLargeTwiceFails", template: courier.TemplateInvitation, data: invite, answers: []int{413}, want: courier.PushFailed,
-			history: []string{"queued", "failed"}, requests: 2, short: []bool{false, true}},
+			history: []string{"queued", "failed"}, requests: 2, attempts: 1, short: []bool{false, true}},
 		{name: "RefusedIsFinal", template: courier.TemplateWelcome, answers: []int{400}, want: courier.PushFailed,
-			history: []string{"queued", "failed"}, requests: 1, short: []bool{false}},
+			history: []string{"queued", "failed"}, requests: 1, attempts: 1, short: []bool{false}},
 	}
 	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
 		for _, tt := range tests {
@@ -387,6 +391,9 @@ func TestPushDelivery(t *testing.T) {
 				pushes := e.settle(t, sent.ID)
 				if len(pushes) != 1 || pushes[0].Status != tt.want || !slices.Equal(statuses(pushes[0]), tt.history) {
 					t.Fatalf("push = %+v, want %s with history %v", pushes, tt.want, tt.history)
+				}
+				if pushes[0].Attempts != tt.attempts {
+					t.Errorf("attempts = %d, want %d", pushes[0].Attempts, tt.attempts)
 				}
 				got := e.ps.received("b1")
 				if len(got) != tt.requests {
@@ -452,6 +459,41 @@ func TestPushDelivery(t *testing.T) {
 				t.Errorf("laptop got %d, phone %d; want one each", len(e.ps.received("laptop")), len(e.ps.received("phone")))
 			}
 		})
+	})
+}
+
+// TestPushRetryWaitsForItsSchedule: a 503 leaves the push queued with
+// its next attempt at the schedule's first delay, as a webhook's is; the
+// loop does not claim it before then.
+func TestPushRetryWaitsForItsSchedule(t *testing.T) {
+	ctx := context.Background()
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		e := newEnv(t, engine, []time.Duration{time.Hour})
+		u := courier.User{ID: uuid.NewString(), Email: "later@example.com"}
+		e.subscribe(t, u, "b4", http.StatusServiceUnavailable, http.StatusCreated)
+		sent, err := e.svc.Send(ctx, "identity", courier.SendRequest{Template: courier.TemplateWelcome, To: u.Email, Data: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.sender.SendDue(ctx); err != nil || n != 1 {
+			t.Fatalf("SendDue = %d, %v; want the one push", n, err)
+		}
+		pushes, err := e.pm.Pushes(ctx, sent.ID)
+		if err != nil || len(pushes) != 1 {
+			t.Fatalf("Pushes = %+v, %v", pushes, err)
+		}
+		p := pushes[0]
+		last := p.History[len(p.History)-1]
+		if p.Status != courier.PushQueued || p.Attempts != 1 || !slices.Equal(statuses(p), []string{"queued", "queued"}) ||
+			!strings.Contains(last.Detail, "503") {
+			t.Fatalf("after a 503: %+v, want queued again after one attempt with the answer in its history", p)
+		}
+		if n, err := e.sender.SendDue(ctx); err != nil || n != 0 {
+			t.Errorf("SendDue claimed %d (%v) an hour early", n, err)
+		}
+		if got := e.ps.received("b4"); len(got) != 1 {
+			t.Errorf("the push service received %d, want the one attempt", len(got))
+		}
 	})
 }
 
