@@ -2,8 +2,9 @@
 // engines: the vault, aliases and their targets, budgets, usage rows and
 // the outbox. The database keeps the rules every connection must keep: a
 // target's credential exists while it is routed to, a month's total is
-// the sum of its usage rows (a trigger adds each row under the total's
-// row lock), and usage rows are never changed.
+// the sum of its usage rows (a trigger adds each row to one of the
+// total's stripes, under that stripe's row lock), and usage rows are
+// never changed.
 package sqlstore
 
 import (
@@ -247,12 +248,12 @@ func (s *Store) SetBudget(ctx context.Context, accountID string, monthly int64) 
 }
 
 // Budget implements muse.Store: one read of the budget and the month's
-// total.
+// total, the sum of its stripes.
 func (s *Store) Budget(ctx context.Context, accountID, month string) (muse.Budget, error) {
 	var b muse.Budget
 	err := s.db.QueryRow(ctx, `
 		SELECT coalesce((SELECT monthly_tokens FROM budgets WHERE account_id = $1), 0),
-		       coalesce((SELECT tokens FROM usage_months WHERE account_id = $1 AND month = $2), 0)`,
+		       coalesce((SELECT CAST(sum(tokens) AS bigint) FROM usage_months WHERE account_id = $1 AND month = $2), 0)`,
 		accountID, month).Scan(&b.Monthly, &b.Used)
 	return b, err
 }

@@ -158,6 +158,37 @@ func TestVaultAliasesBudgetsUsage(t *testing.T) {
 	})
 }
 
+// TestBudgetSumsTheStripes reads a month kept in several stripes as their
+// sum, and only that account's and month's.
+func TestBudgetSumsTheStripes(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		db, s := open(t, engine)
+		for _, r := range []struct {
+			account, month string
+			stripe, tokens int64
+		}{{account, "2026-12", 0, 5}, {account, "2026-12", 7, 30}, {account, "2026-12", 15, 100},
+			{account, "2026-11", 3, 1000}, {other, "2026-12", 7, 10000}} {
+			if _, err := db.Exec(ctx, `INSERT INTO usage_months (account_id, month, stripe, tokens) VALUES ($1, $2, $3, $4)`,
+				r.account, r.month, r.stripe, r.tokens); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := db.Exec(ctx, `INSERT INTO usage_months (account_id, month, stripe, tokens) VALUES ($1, '2026-10', 16, 1)`,
+			account); err == nil {
+			t.Fatal("a stripe beyond 15 was written")
+		}
+		for _, c := range []struct {
+			account, month string
+			want           int64
+		}{{account, "2026-12", 135}, {account, "2026-11", 1000}, {other, "2026-12", 10000}, {other, "2026-11", 0}} {
+			if b, err := s.Budget(ctx, c.account, c.month); err != nil || b.Used != c.want {
+				t.Errorf("Budget(%s, %s) = %+v, %v; want %d used", c.account, c.month, b, err, c.want)
+			}
+		}
+	})
+}
+
 // TestDatabaseKeepsTheInvariants races writers on one account: the month's
 // total stays the sum of the usage rows (each with its outbox row), usage
 // rows are never changed, and no alias ever routes to a credential that
@@ -194,9 +225,18 @@ func TestDatabaseKeepsTheInvariants(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		var total, sum, rows, events int64
-		if err := db.QueryRow(ctx, `SELECT tokens FROM usage_months WHERE account_id = $1`, account).Scan(&total); err != nil {
+		var total, sum, rows, events, stripes int64
+		if err := db.QueryRow(ctx, `SELECT CAST(sum(tokens) AS bigint), count(*) FROM usage_months WHERE account_id = $1`,
+			account).Scan(&total, &stripes); err != nil {
 			t.Fatal(err)
+		}
+		if b, err := s.Budget(ctx, account, now.Format("2006-01")); err != nil || b.Used != total {
+			t.Fatalf("Budget = %+v, %v; want the month's total %d", b, err, total)
+		}
+		// On PostgreSQL the writers spread over the stripes (24 rows all
+		// in one of 16 stripes is a chance of 16^-23); SQLite keeps one.
+		if want := engine == sqldb.SQLite; (stripes == 1) != want {
+			t.Errorf("%d stripes on %s", stripes, engine)
 		}
 		if err := db.QueryRow(ctx, `SELECT count(*), sum(prompt_tokens + completion_tokens) FROM usage`).Scan(&rows, &sum); err != nil {
 			t.Fatal(err)
