@@ -158,6 +158,57 @@ func TestVaultAliasesBudgetsUsage(t *testing.T) {
 	})
 }
 
+// TestPlan reads a completion's budget, alias and credentials at once.
+func TestPlan(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		_, s := open(t, engine)
+		a := credential(t, s, account, "primary")
+		platform := credential(t, s, "", "platform-openai")
+		targets := []muse.Target{{CredentialID: platform.ID, Model: "m-p", Weight: 2}, {CredentialID: a.ID, Model: "m-a"},
+			{CredentialID: a.ID, Model: "m-a2", Weight: 1}}
+		if err := s.PutAlias(ctx, muse.Alias{AccountID: account, Name: "fast", Targets: targets}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetBudget(ctx, account, 500); err != nil {
+			t.Fatal(err)
+		}
+		dec := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+		for _, u := range []muse.Usage{usage(account, "fast", 10, 20, dec), usage(account, "fast", 1, 2, dec)} {
+			if err := s.RecordUsage(ctx, u, event(u)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tt := range []struct {
+			name, account, alias string
+			found                bool
+			budget               muse.Budget
+			targets              []muse.Target
+		}{
+			{"Alias", account, "fast", true, muse.Budget{Monthly: 500, Used: 33}, targets},
+			{"NoAlias", account, "slow", false, muse.Budget{Monthly: 500, Used: 33}, nil},
+			{"OtherAccount", other, "fast", false, muse.Budget{}, nil},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				p, err := s.Plan(ctx, tt.account, "2026-12", tt.alias)
+				if err != nil || p.Found != tt.found || p.Budget != tt.budget || len(p.Alias.Targets) != len(tt.targets) {
+					t.Fatalf("Plan = %+v, %v", p, err)
+				}
+				for i, target := range tt.targets {
+					if p.Alias.Targets[i] != target {
+						t.Fatalf("target %d = %+v, want %+v", i, p.Alias.Targets[i], target)
+					}
+					c := p.Credentials[target.CredentialID]
+					if c.ID != target.CredentialID || c.Provider != muse.ProviderOpenAI || c.BaseURL != "http://127.0.0.1:9" ||
+						string(c.Sealed) != "\x01\x02\x03" || c.Name == "" {
+						t.Fatalf("credential %d = %+v", i, c)
+					}
+				}
+			})
+		}
+	})
+}
+
 // TestBudgetSumsTheStripes reads a month kept in several stripes as their
 // sum, and only that account's and month's.
 func TestBudgetSumsTheStripes(t *testing.T) {
