@@ -298,7 +298,7 @@ func TestMuseKilledMidStreamLosesOnlyTheInFlight(t *testing.T) {
 		if err := db.QueryRow(context.Background(), `SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) FROM usage`).Scan(&sum); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.QueryRow(context.Background(), `SELECT tokens FROM usage_months`).Scan(&month); err != nil {
+		if err := db.QueryRow(context.Background(), `SELECT CAST(sum(tokens) AS bigint) FROM usage_months`).Scan(&month); err != nil {
 			t.Fatal(err)
 		}
 		if sum != month || sum == 0 {

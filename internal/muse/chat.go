@@ -40,23 +40,25 @@ type route struct {
 	up       Upstream
 }
 
-// Chat routes a chat completion for c and meters it. It returns an error
+// Chat routes a chat completion for c and meters it. The budget, the
+// alias and its targets' credentials come in one read (Store.Plan). It returns an error
 // only while nothing was written: invalid_request, model_not_found,
 // budget_exhausted, provider_credential_unreadable, upstream_failed (an
 // *UpstreamError from the last target when it refused for good),
 // unavailable.
 func (s *Service) Chat(ctx context.Context, c Caller, req ChatRequest, w ChatWriter) error {
-	b, err := s.store.Budget(ctx, c.AccountID, month(s.now()))
+	plan, err := s.store.Plan(ctx, c.AccountID, month(s.now()), req.Model)
 	if err != nil {
 		return err
 	}
+	b := plan.Budget
 	release, ok := s.reserve(c.AccountID, b, PromptTokens(req.Messages)+max(req.MaxTokens, 1))
 	if !ok {
 		return errs.New(CodeBudgetExhausted, fmt.Sprintf(
 			"this account has used its monthly budget of %d tokens; it renews on the first of next month", b.Monthly))
 	}
 	defer release()
-	routes, err := s.routes(ctx, c, req.Model)
+	routes, err := s.routes(plan, req.Model)
 	if err != nil {
 		return err
 	}
@@ -135,27 +137,20 @@ func (s *Service) reserve(account string, b Budget, tokens int64) (release func(
 // drawn by weight among the weighted ones (the first listed when none
 // is), the rest as listed. Errors: model_not_found,
 // provider_credential_unreadable.
-func (s *Service) routes(ctx context.Context, c Caller, alias string) ([]route, error) {
+func (s *Service) routes(p Plan, alias string) ([]route, error) {
 	if s.echoAlias != "" && alias == s.echoAlias {
 		return []route{{target: Target{CredentialID: "echo", Model: ProviderEcho}, provider: ProviderEcho,
 			up: Upstream{Provider: ProviderEcho, Model: ProviderEcho}}}, nil
 	}
-	a, err := s.store.Alias(ctx, c.AccountID, alias)
-	if errs.Code(err) == CodeNotFound {
+	if !p.Found {
 		return nil, errs.New(CodeModelNotFound, fmt.Sprintf("the model %q does not exist or you do not have access to it", alias))
 	}
-	if err != nil {
-		return nil, err
-	}
-	order := ordered(a.Targets)
+	order := ordered(p.Alias.Targets)
 	out := make([]route, 0, len(order))
 	for _, t := range order {
-		cred, err := s.store.Credential(ctx, t.CredentialID)
-		if errs.Code(err) == CodeNotFound {
+		cred, ok := p.Credentials[t.CredentialID]
+		if !ok {
 			continue
-		}
-		if err != nil {
-			return nil, err
 		}
 		key, err := s.openCredential(cred)
 		if err != nil {

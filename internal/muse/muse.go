@@ -114,6 +114,16 @@ type Budget struct {
 	Used    int64
 }
 
+// Plan is what a completion needs before its upstream is called.
+type Plan struct {
+	Budget Budget
+	// Found reports that the alias exists; Alias is it with its targets.
+	Found bool
+	Alias Alias
+	// Credentials are the targets' credentials, by id.
+	Credentials map[string]Credential
+}
+
 // UsageSum is one day's tokens through one alias.
 type UsageSum struct {
 	Day              string // YYYY-MM-DD, UTC
@@ -148,6 +158,9 @@ type Store interface {
 	SetBudget(ctx context.Context, accountID string, monthly int64) error
 	// Budget returns accountID's budget and the tokens of month (YYYY-MM).
 	Budget(ctx context.Context, accountID, month string) (Budget, error)
+	// Plan reads, in one round trip, accountID's budget with the tokens
+	// of month and the alias name with its targets' credentials.
+	Plan(ctx context.Context, accountID, month, alias string) (Plan, error)
 	// RecordUsage writes u, adds its tokens to its month's total and
 	// writes ev to the outbox, in one transaction.
 	RecordUsage(ctx context.Context, u Usage, ev Event) error

@@ -36,6 +36,8 @@ type Service struct {
 	// for, by account.
 	mu       sync.Mutex
 	reserved map[string]int64
+	// keyRoles keeps identity's answers for API keys (KeyRoleTTL).
+	keyRoles keyRoles
 }
 
 // Options configure a Service.
@@ -97,8 +99,9 @@ func keyCaller(token string) string {
 // Invoker resolves the caller of the OpenAI-compatible routes: a user's
 // token and the account the OpenAI-Organization header names, in which
 // the user is a member; or an API key of that account with
-// models:invoke. Errors: unauthenticated, invalid_request (no account
-// named), forbidden, insufficient_scope, unavailable.
+// models:invoke, identity's answer for a key kept for KeyRoleTTL.
+// Errors: unauthenticated, invalid_request (no account named),
+// forbidden, insufficient_scope, unavailable.
 func (s *Service) Invoker(ctx context.Context, token, organization string) (Caller, error) {
 	if token == "" {
 		return Caller{}, unauthenticated()
@@ -108,16 +111,20 @@ func (s *Service) Invoker(ctx context.Context, token, organization string) (Call
 		return Caller{}, errs.New(CodeInvalidRequest, "the OpenAI-Organization header must name your account's id")
 	}
 	c := Caller{AccountID: account}
+	var (
+		role   string
+		scopes []string
+		err    error
+	)
 	if IsAPIKey(token) {
 		c.ID = keyCaller(token)
+		role, scopes, err = s.keyRole(ctx, token, account)
 	} else {
-		id, err := s.identity.User(ctx, token)
-		if err != nil {
+		if c.ID, err = s.identity.User(ctx, token); err != nil {
 			return Caller{}, err
 		}
-		c.ID = id
+		role, scopes, err = s.identity.AccountRole(ctx, token, account)
 	}
-	role, scopes, err := s.identity.AccountRole(ctx, token, account)
 	if err != nil {
 		return Caller{}, err
 	}

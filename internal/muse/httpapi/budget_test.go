@@ -62,7 +62,7 @@ func TestBudgetUnderConcurrency(t *testing.T) {
 			sum += r.Prompt + r.Completion
 		}
 		var b muse.Budget
-		if err := e.db.QueryRow(t.Context(), `SELECT tokens FROM usage_months`).Scan(&b.Used); err != nil {
+		if err := e.db.QueryRow(t.Context(), `SELECT CAST(sum(tokens) AS bigint) FROM usage_months`).Scan(&b.Used); err != nil {
 			t.Fatal(err)
 		}
 		if len(rows) != admitted+1 || b.Used != sum {

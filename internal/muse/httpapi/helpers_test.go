@@ -40,6 +40,8 @@ type identityServer struct {
 	dir   map[string]member // bearer → who
 	staff map[string]bool
 	down  bool
+	// roleReads counts the requests for a role (GET /v1/accounts/{id}).
+	roleReads int
 }
 
 type member struct {
@@ -75,9 +77,18 @@ func (s *identityServer) setDown(down bool) {
 	s.mu.Unlock()
 }
 
+func (s *identityServer) reads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.roleReads
+}
+
 func (s *identityServer) who(r *http.Request) (member, bool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r.URL.Path != "/v1/operator/me" {
+		s.roleReads++
+	}
 	m, ok := s.dir[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
 	return m, ok, s.down
 }

@@ -2,8 +2,9 @@
 // engines: the vault, aliases and their targets, budgets, usage rows and
 // the outbox. The database keeps the rules every connection must keep: a
 // target's credential exists while it is routed to, a month's total is
-// the sum of its usage rows (a trigger adds each row under the total's
-// row lock), and usage rows are never changed.
+// the sum of its usage rows (a trigger adds each row to one of the
+// total's stripes, under that stripe's row lock), and usage rows are
+// never changed.
 package sqlstore
 
 import (
@@ -247,14 +248,53 @@ func (s *Store) SetBudget(ctx context.Context, accountID string, monthly int64) 
 }
 
 // Budget implements muse.Store: one read of the budget and the month's
-// total.
+// total, the sum of its stripes.
 func (s *Store) Budget(ctx context.Context, accountID, month string) (muse.Budget, error) {
 	var b muse.Budget
 	err := s.db.QueryRow(ctx, `
 		SELECT coalesce((SELECT monthly_tokens FROM budgets WHERE account_id = $1), 0),
-		       coalesce((SELECT tokens FROM usage_months WHERE account_id = $1 AND month = $2), 0)`,
+		       coalesce((SELECT CAST(sum(tokens) AS bigint) FROM usage_months WHERE account_id = $1 AND month = $2), 0)`,
 		accountID, month).Scan(&b.Monthly, &b.Used)
 	return b, err
+}
+
+// Plan implements muse.Store: the budget, the month's total, the alias,
+// its targets and their credentials in one query.
+func (s *Store) Plan(ctx context.Context, accountID, month, alias string) (muse.Plan, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT b.monthly, b.used, a.alias, t.upstream_model, t.weight,
+		       c.id, c.provider, c.name, c.base_url, c.sealed_key
+		FROM (SELECT coalesce((SELECT monthly_tokens FROM budgets WHERE account_id = $1), 0) AS monthly,
+		             coalesce((SELECT CAST(sum(tokens) AS bigint) FROM usage_months
+		                       WHERE account_id = $1 AND month = $2), 0) AS used) b
+		LEFT JOIN model_aliases a ON a.account_id = $1 AND a.alias = $3
+		LEFT JOIN alias_targets t ON t.account_id = a.account_id AND t.alias = a.alias
+		LEFT JOIN provider_credentials c ON c.id = t.credential_id
+		ORDER BY t.position`, accountID, month, alias)
+	if err != nil {
+		return muse.Plan{}, err
+	}
+	defer rows.Close()
+	p := muse.Plan{Alias: muse.Alias{AccountID: accountID, Name: alias, Targets: []muse.Target{}},
+		Credentials: map[string]muse.Credential{}}
+	for rows.Next() {
+		var (
+			name, model, id, provider, credName, baseURL sql.NullString
+			weight                                       sql.NullInt64
+			sealed                                       []byte
+		)
+		if err := rows.Scan(&p.Budget.Monthly, &p.Budget.Used, &name, &model, &weight,
+			&id, &provider, &credName, &baseURL, &sealed); err != nil {
+			return muse.Plan{}, err
+		}
+		p.Found = name.Valid
+		if id.Valid {
+			p.Alias.Targets = append(p.Alias.Targets, muse.Target{CredentialID: id.String, Model: model.String, Weight: int(weight.Int64)})
+			p.Credentials[id.String] = muse.Credential{ID: id.String, Provider: provider.String, Name: credName.String,
+				BaseURL: baseURL.String, Sealed: sealed}
+		}
+	}
+	return p, rows.Err()
 }
 
 // RecordUsage implements muse.Store: the usage row (whose trigger adds

@@ -158,6 +158,88 @@ func TestVaultAliasesBudgetsUsage(t *testing.T) {
 	})
 }
 
+// TestPlan reads a completion's budget, alias and credentials at once.
+func TestPlan(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		_, s := open(t, engine)
+		a := credential(t, s, account, "primary")
+		platform := credential(t, s, "", "platform-openai")
+		targets := []muse.Target{{CredentialID: platform.ID, Model: "m-p", Weight: 2}, {CredentialID: a.ID, Model: "m-a"},
+			{CredentialID: a.ID, Model: "m-a2", Weight: 1}}
+		if err := s.PutAlias(ctx, muse.Alias{AccountID: account, Name: "fast", Targets: targets}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetBudget(ctx, account, 500); err != nil {
+			t.Fatal(err)
+		}
+		dec := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+		for _, u := range []muse.Usage{usage(account, "fast", 10, 20, dec), usage(account, "fast", 1, 2, dec)} {
+			if err := s.RecordUsage(ctx, u, event(u)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tt := range []struct {
+			name, account, alias string
+			found                bool
+			budget               muse.Budget
+			targets              []muse.Target
+		}{
+			{"Alias", account, "fast", true, muse.Budget{Monthly: 500, Used: 33}, targets},
+			{"NoAlias", account, "slow", false, muse.Budget{Monthly: 500, Used: 33}, nil},
+			{"OtherAccount", other, "fast", false, muse.Budget{}, nil},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				p, err := s.Plan(ctx, tt.account, "2026-12", tt.alias)
+				if err != nil || p.Found != tt.found || p.Budget != tt.budget || len(p.Alias.Targets) != len(tt.targets) {
+					t.Fatalf("Plan = %+v, %v", p, err)
+				}
+				for i, target := range tt.targets {
+					if p.Alias.Targets[i] != target {
+						t.Fatalf("target %d = %+v, want %+v", i, p.Alias.Targets[i], target)
+					}
+					c := p.Credentials[target.CredentialID]
+					if c.ID != target.CredentialID || c.Provider != muse.ProviderOpenAI || c.BaseURL != "http://127.0.0.1:9" ||
+						string(c.Sealed) != "\x01\x02\x03" || c.Name == "" {
+						t.Fatalf("credential %d = %+v", i, c)
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestBudgetSumsTheStripes reads a month kept in several stripes as their
+// sum, and only that account's and month's.
+func TestBudgetSumsTheStripes(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		db, s := open(t, engine)
+		for _, r := range []struct {
+			account, month string
+			stripe, tokens int64
+		}{{account, "2026-12", 0, 5}, {account, "2026-12", 7, 30}, {account, "2026-12", 15, 100},
+			{account, "2026-11", 3, 1000}, {other, "2026-12", 7, 10000}} {
+			if _, err := db.Exec(ctx, `INSERT INTO usage_months (account_id, month, stripe, tokens) VALUES ($1, $2, $3, $4)`,
+				r.account, r.month, r.stripe, r.tokens); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := db.Exec(ctx, `INSERT INTO usage_months (account_id, month, stripe, tokens) VALUES ($1, '2026-10', 16, 1)`,
+			account); err == nil {
+			t.Fatal("a stripe beyond 15 was written")
+		}
+		for _, c := range []struct {
+			account, month string
+			want           int64
+		}{{account, "2026-12", 135}, {account, "2026-11", 1000}, {other, "2026-12", 10000}, {other, "2026-11", 0}} {
+			if b, err := s.Budget(ctx, c.account, c.month); err != nil || b.Used != c.want {
+				t.Errorf("Budget(%s, %s) = %+v, %v; want %d used", c.account, c.month, b, err, c.want)
+			}
+		}
+	})
+}
+
 // TestDatabaseKeepsTheInvariants races writers on one account: the month's
 // total stays the sum of the usage rows (each with its outbox row), usage
 // rows are never changed, and no alias ever routes to a credential that
@@ -194,9 +276,18 @@ func TestDatabaseKeepsTheInvariants(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		var total, sum, rows, events int64
-		if err := db.QueryRow(ctx, `SELECT tokens FROM usage_months WHERE account_id = $1`, account).Scan(&total); err != nil {
+		var total, sum, rows, events, stripes int64
+		if err := db.QueryRow(ctx, `SELECT CAST(sum(tokens) AS bigint), count(*) FROM usage_months WHERE account_id = $1`,
+			account).Scan(&total, &stripes); err != nil {
 			t.Fatal(err)
+		}
+		if b, err := s.Budget(ctx, account, now.Format("2006-01")); err != nil || b.Used != total {
+			t.Fatalf("Budget = %+v, %v; want the month's total %d", b, err, total)
+		}
+		// On PostgreSQL the writers spread over the stripes (24 rows all
+		// in one of 16 stripes is a chance of 16^-23); SQLite keeps one.
+		if want := engine == sqldb.SQLite; (stripes == 1) != want {
+			t.Errorf("%d stripes on %s", stripes, engine)
 		}
 		if err := db.QueryRow(ctx, `SELECT count(*), sum(prompt_tokens + completion_tokens) FROM usage`).Scan(&rows, &sum); err != nil {
 			t.Fatal(err)
