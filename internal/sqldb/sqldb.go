@@ -348,6 +348,14 @@ type Tx struct {
 	Now time.Time
 
 	afterCommit []func()
+
+	// conn is the transaction's connection on PostgreSQL, for pipelines
+	// (see Queue); nil on SQLite. pending are the writes Queue holds
+	// until the transaction's next statement or its commit; failed is the
+	// first failure of one of them, which the transaction returns.
+	conn    *sql.Conn
+	pending []pendingWrite
+	failed  error
 }
 
 // AfterCommit has f run once the transaction has committed, never when it
@@ -383,11 +391,27 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 			return ctx.Err()
 		}
 	}
-	sqlTx, err := db.BeginTx(ctx, nil)
+	var conn *sql.Conn
+	if db.Engine == Postgres {
+		// The transaction's own connection, so Queue's writes can go in
+		// a pipeline with the statement after them; closed (returned to
+		// the pool) after the transaction ends, the deferred calls
+		// running last first.
+		if conn, err = db.DB.Conn(ctx); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		defer conn.Close()
+	}
+	var sqlTx *sql.Tx
+	if conn != nil {
+		sqlTx, err = conn.BeginTx(ctx, nil)
+	} else {
+		sqlTx, err = db.BeginTx(ctx, nil)
+	}
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	tx := &Tx{tx: sqlTx, db: db, Now: Timestamp(db.Now())}
+	tx := &Tx{tx: sqlTx, db: db, conn: conn, Now: Timestamp(db.Now())}
 	tx.deadline, _ = ctx.Deadline()
 	defer func() {
 		for _, release := range tx.releases {
@@ -401,7 +425,16 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 			_ = sqlTx.Rollback()
 		}
 	}()
-	if err = fn(tx); err != nil {
+	err = fn(tx)
+	if err == nil {
+		err = tx.flush(ctx)
+	}
+	if tx.failed != nil {
+		// A queued write failed: that is the transaction's failure,
+		// whatever the statements after it reported.
+		err = tx.failed
+	}
+	if err != nil {
 		return err
 	}
 	if err = sqlTx.Commit(); err != nil {
@@ -428,6 +461,10 @@ func (tx *Tx) bound(ctx context.Context) context.Context {
 // Exec runs a statement in the transaction.
 func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	ctx = tx.bound(ctx)
+	if len(tx.pending) > 0 {
+		// With the queued writes, in their pipeline.
+		return tx.pipeline(ctx, query, args)
+	}
 	s, q := tx.db.stmt(ctx, query)
 	if s != nil {
 		defer s.release()
@@ -439,6 +476,9 @@ func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 // Query runs a query in the transaction.
 func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	ctx = tx.bound(ctx)
+	if err := tx.flush(ctx); err != nil {
+		return nil, err
+	}
 	s, q := tx.db.stmt(ctx, query)
 	if s != nil {
 		defer s.release()
@@ -450,6 +490,10 @@ func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 // QueryRow runs a single-row query in the transaction.
 func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	ctx = tx.bound(ctx)
+	// A failed queued write is kept in tx.failed; the query then fails
+	// too (the server's transaction is aborted) and InTx reports the
+	// write's failure.
+	_ = tx.flush(ctx)
 	s, q := tx.db.stmt(ctx, query)
 	if s != nil {
 		defer s.release()
