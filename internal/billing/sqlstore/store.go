@@ -48,7 +48,7 @@ func writeEvents(ctx context.Context, tx *sqldb.Tx, evs ...billing.Event) error 
 		if err != nil {
 			return fmt.Errorf("outbox: encode %s: %w", e.Type, err)
 		}
-		if _, err := tx.Exec(ctx, `
+		if err := tx.Queue(ctx, `
 			INSERT INTO outbox (id, type, source, subject, time, data, created_at, next_attempt_at, traceparent)
 			VALUES ($1, $2, 'billing', $3, $4, $5, $4, $4, $6)`,
 			ids.New(), e.Type, e.Subject, tx.Now, string(data), events.OutboxTraceparent(ctx)); err != nil {
@@ -255,8 +255,8 @@ func (s *Store) Apply(ctx context.Context, ev billing.ProcessorEvent, apply func
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE processor_events SET outcome = $2 WHERE id = $1`, ev.ID, string(outcome))
-		return err
+		// Queued: sent with the state's writes before the commit.
+		return tx.Queue(ctx, `UPDATE processor_events SET outcome = $2 WHERE id = $1`, ev.ID, string(outcome))
 	})
 	return duplicate, err
 }
@@ -294,20 +294,20 @@ func (t *stateTx) PlanByID(ctx context.Context, id string) (billing.Plan, bool, 
 	if !billing.ValidUUID(id) {
 		return billing.Plan{}, false, nil
 	}
-	return found(scanPlan(t.tx.QueryRow(ctx, `SELECT `+planColumns+` FROM plans WHERE id = $1`, id)))
+	return found(scanPlan(t.tx.ReadRow(ctx, `SELECT `+planColumns+` FROM plans WHERE id = $1`, id)))
 }
 
 func (t *stateTx) PlanByPrice(ctx context.Context, priceID string) (billing.Plan, bool, error) {
-	return found(scanPlan(t.tx.QueryRow(ctx, `SELECT `+planColumns+` FROM plans WHERE processor_price_id = $1
+	return found(scanPlan(t.tx.ReadRow(ctx, `SELECT `+planColumns+` FROM plans WHERE processor_price_id = $1
 		ORDER BY updated_at DESC LIMIT 1`, priceID)))
 }
 
 func (t *stateTx) CustomerByProcessor(ctx context.Context, id string) (billing.Customer, bool, error) {
-	return found(scanCustomer(t.tx.QueryRow(ctx, `SELECT `+customerColumns+` FROM customers WHERE processor_customer_id = $1`, id)))
+	return found(scanCustomer(t.tx.ReadRow(ctx, `SELECT `+customerColumns+` FROM customers WHERE processor_customer_id = $1`, id)))
 }
 
 func (t *stateTx) CheckoutBySession(ctx context.Context, id string) (billing.Checkout, bool, error) {
-	return found(scanCheckout(t.tx.QueryRow(ctx, `SELECT `+checkoutColumns+` FROM checkouts WHERE processor_checkout_id = $1`, id)))
+	return found(scanCheckout(t.tx.ReadRow(ctx, `SELECT `+checkoutColumns+` FROM checkouts WHERE processor_checkout_id = $1`, id)))
 }
 
 // found turns sql.ErrNoRows into ok false.
@@ -331,34 +331,32 @@ func scanPayment(r scanner) (billing.Payment, error) {
 }
 
 func (t *stateTx) Payment(ctx context.Context, pid string) (billing.Payment, bool, error) {
-	return found(scanPayment(t.tx.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE processor_payment_id = $1`, pid)))
+	return found(scanPayment(t.tx.ReadRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE processor_payment_id = $1`, pid)))
 }
 
 func (t *stateTx) SavePayment(ctx context.Context, p *billing.Payment) error {
 	p.UpdatedAt = t.tx.Now
 	if p.ID == "" {
 		p.ID, p.CreatedAt = ids.New(), t.tx.Now
-		_, err := t.tx.Exec(ctx, `INSERT INTO payments (id, processor_payment_id, account_id, plan_id, kind, amount, amount_refunded,
+		return t.tx.Queue(ctx, `INSERT INTO payments (id, processor_payment_id, account_id, plan_id, kind, amount, amount_refunded,
 			currency, status, email, checkout_session_id, invoice_id, subscription_id, last_event_created, created_at, updated_at,
 			payment_intent_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16)`,
 			p.ID, p.ProcessorPaymentID, null(p.AccountID), null(p.PlanID), p.Kind, p.Amount, p.AmountRefunded, p.Currency, p.Status,
 			p.Email, null(p.CheckoutSessionID), null(p.InvoiceID), null(p.SubscriptionID), p.LastEventCreated, t.tx.Now,
 			null(p.PaymentIntentID))
-		return err
 	}
-	_, err := t.tx.Exec(ctx, `UPDATE payments SET account_id = $2, plan_id = $3, kind = $4, amount = $5, amount_refunded = $6,
+	return t.tx.Queue(ctx, `UPDATE payments SET account_id = $2, plan_id = $3, kind = $4, amount = $5, amount_refunded = $6,
 		currency = $7, status = $8, email = $9, invoice_id = $10, subscription_id = $11, last_event_created = $12, updated_at = $13,
 		payment_intent_id = $14
 		WHERE id = $1`,
 		p.ID, null(p.AccountID), null(p.PlanID), p.Kind, p.Amount, p.AmountRefunded, p.Currency, p.Status, p.Email,
 		null(p.InvoiceID), null(p.SubscriptionID), p.LastEventCreated, t.tx.Now, null(p.PaymentIntentID))
-	return err
 }
 
 func (t *stateTx) PaymentOfCharge(ctx context.Context, paymentIntentID, invoiceID string) (billing.Payment, bool, error) {
 	if paymentIntentID != "" {
-		p, ok, err := found(scanPayment(t.tx.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments
+		p, ok, err := found(scanPayment(t.tx.ReadRow(ctx, `SELECT `+paymentColumns+` FROM payments
 			WHERE processor_payment_id = $1 OR payment_intent_id = $1 ORDER BY created_at LIMIT 1`, paymentIntentID)))
 		if ok || err != nil || invoiceID == "" {
 			return p, ok, err
@@ -367,7 +365,7 @@ func (t *stateTx) PaymentOfCharge(ctx context.Context, paymentIntentID, invoiceI
 	if invoiceID == "" {
 		return billing.Payment{}, false, nil
 	}
-	return found(scanPayment(t.tx.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE invoice_id = $1
+	return found(scanPayment(t.tx.ReadRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE invoice_id = $1
 		ORDER BY created_at LIMIT 1`, invoiceID)))
 }
 
@@ -383,7 +381,7 @@ func scanSubscription(r scanner) (billing.Subscription, error) {
 }
 
 func (t *stateTx) Subscription(ctx context.Context, pid string) (billing.Subscription, bool, error) {
-	return found(scanSubscription(t.tx.QueryRow(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
+	return found(scanSubscription(t.tx.ReadRow(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
 		WHERE processor_subscription_id = $1`+t.tx.DB().ForUpdate(), pid)))
 }
 
@@ -426,7 +424,7 @@ func (t *stateTx) SaveInvoice(ctx context.Context, inv *billing.Invoice) (bool, 
 		return false, err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		got, err := scanInvoice(t.tx.QueryRow(ctx, `SELECT `+invoiceColumns+` FROM invoices WHERE processor_invoice_id = $1`, inv.ProcessorInvoiceID))
+		got, err := scanInvoice(t.tx.ReadRow(ctx, `SELECT `+invoiceColumns+` FROM invoices WHERE processor_invoice_id = $1`, inv.ProcessorInvoiceID))
 		*inv = got
 		return false, err
 	}
@@ -457,7 +455,7 @@ func scanReconciliation(r scanner) (billing.Reconciliation, error) {
 }
 
 func (t *stateTx) ReconciliationOf(ctx context.Context, paymentID string) (billing.Reconciliation, bool, error) {
-	return found(scanReconciliation(t.tx.QueryRow(ctx, `SELECT `+reconciliationColumns+` FROM reconciliations WHERE payment_id = $1`, paymentID)))
+	return found(scanReconciliation(t.tx.ReadRow(ctx, `SELECT `+reconciliationColumns+` FROM reconciliations WHERE payment_id = $1`, paymentID)))
 }
 
 func (t *stateTx) SaveReconciliation(ctx context.Context, r *billing.Reconciliation) error {
@@ -477,14 +475,12 @@ func saveReconciliation(ctx context.Context, tx *sqldb.Tx, r *billing.Reconcilia
 	r.UpdatedAt = tx.Now
 	if r.ID == "" {
 		r.ID, r.CreatedAt = ids.New(), tx.Now
-		_, err := tx.Exec(ctx, `INSERT INTO reconciliations (id, payment_id, processor_event_id, account_id, plan_id, state, reason,
+		return tx.Queue(ctx, `INSERT INTO reconciliations (id, payment_id, processor_event_id, account_id, plan_id, state, reason,
 			facts, entitlement_ids, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
 			r.ID, null(r.PaymentID), r.ProcessorEventID, null(r.AccountID), null(r.PlanID), r.State, r.Reason, string(facts), entIDs, tx.Now)
-		return err
 	}
-	_, err = tx.Exec(ctx, `UPDATE reconciliations SET state = $2, reason = $3, facts = $4, entitlement_ids = $5, updated_at = $6
+	return tx.Queue(ctx, `UPDATE reconciliations SET state = $2, reason = $3, facts = $4, entitlement_ids = $5, updated_at = $6
 		WHERE id = $1`, r.ID, r.State, r.Reason, string(facts), entIDs, tx.Now)
-	return err
 }
 
 func (t *stateTx) Emit(ctx context.Context, evs ...billing.Event) error {

@@ -167,7 +167,7 @@ func (t *stateTx) QueueMail(ctx context.Context, m billing.Mail) error {
 
 func (t *stateTx) AccountEmail(ctx context.Context, accountID string) (string, error) {
 	var email string
-	err := t.tx.QueryRow(ctx, `SELECT email FROM customers WHERE account_id = $1`, accountID).Scan(&email)
+	err := t.tx.ReadRow(ctx, `SELECT email FROM customers WHERE account_id = $1`, accountID).Scan(&email)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
