@@ -356,6 +356,8 @@ type Tx struct {
 	conn    *sql.Conn
 	pending []pendingWrite
 	failed  error
+	// sent is whether the BEGIN has gone to the server (PostgreSQL).
+	sent bool
 }
 
 // AfterCommit has f run once the transaction has committed, never when it
@@ -392,42 +394,41 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 		}
 	}
 	var conn *sql.Conn
+	var sqlTx *sql.Tx
 	if db.Engine == Postgres {
-		// The transaction's own connection, so Queue's writes can go in
-		// a pipeline with the statement after them; closed (returned to
-		// the pool) after the transaction ends, the deferred calls
-		// running last first.
+		// The transaction's own connection: its BEGIN is queued (see
+		// Queue) and goes with the first statement, and its COMMIT with
+		// the last writes, in their pipelines. Closed (returned to the
+		// pool) after the transaction ends, the deferred calls running
+		// last first; a connection left in a transaction is discarded
+		// there (pgx's stdlib refuses it at reset).
 		if conn, err = db.DB.Conn(ctx); err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
 		defer conn.Close()
-	}
-	var sqlTx *sql.Tx
-	if conn != nil {
-		sqlTx, err = conn.BeginTx(ctx, nil)
-	} else {
-		sqlTx, err = db.BeginTx(ctx, nil)
-	}
-	if err != nil {
+	} else if sqlTx, err = db.BeginTx(ctx, nil); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	tx := &Tx{tx: sqlTx, db: db, conn: conn, Now: Timestamp(db.Now())}
+	if conn != nil {
+		tx.pending = []pendingWrite{{query: "BEGIN"}}
+	}
 	tx.deadline, _ = ctx.Deadline()
 	defer func() {
 		for _, release := range tx.releases {
 			release()
 		}
 		if p := recover(); p != nil {
-			_ = sqlTx.Rollback()
+			tx.rollback(ctx)
 			panic(p)
 		}
 		if err != nil {
-			_ = sqlTx.Rollback()
+			tx.rollback(ctx)
 		}
 	}()
 	err = fn(tx)
-	if err == nil {
-		err = tx.flush(ctx)
+	if err == nil && tx.failed == nil {
+		err = tx.commit(ctx)
 	}
 	if tx.failed != nil {
 		// A queued write failed: that is the transaction's failure,
@@ -436,9 +437,6 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 	}
 	if err != nil {
 		return err
-	}
-	if err = sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
 	}
 	committed = tx
 	return nil
@@ -461,8 +459,8 @@ func (tx *Tx) bound(ctx context.Context) context.Context {
 // Exec runs a statement in the transaction.
 func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	ctx = tx.bound(ctx)
-	if len(tx.pending) > 0 {
-		// With the queued writes, in their pipeline.
+	if tx.conn != nil {
+		// With the queued writes (the BEGIN at first), in their pipeline.
 		return tx.pipeline(ctx, query, args)
 	}
 	s, q := tx.db.stmt(ctx, query)
@@ -476,8 +474,11 @@ func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 // Query runs a query in the transaction.
 func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	ctx = tx.bound(ctx)
-	if err := tx.flush(ctx); err != nil {
-		return nil, err
+	if tx.conn != nil {
+		if err := tx.flush(ctx); err != nil {
+			return nil, err
+		}
+		return tx.conn.QueryContext(ctx, tx.db.Rebind(query), args...)
 	}
 	s, q := tx.db.stmt(ctx, query)
 	if s != nil {
@@ -493,7 +494,10 @@ func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row 
 	// A failed queued write is kept in tx.failed; the query then fails
 	// too (the server's transaction is aborted) and InTx reports the
 	// write's failure.
-	_ = tx.flush(ctx)
+	if tx.conn != nil {
+		_ = tx.flush(ctx)
+		return tx.conn.QueryRowContext(ctx, tx.db.Rebind(query), args...)
+	}
 	s, q := tx.db.stmt(ctx, query)
 	if s != nil {
 		defer s.release()

@@ -105,3 +105,95 @@ func TestTxQueue(t *testing.T) {
 		})
 	}
 }
+
+// TestTxQueueNothingSent: a transaction on PostgreSQL that runs no
+// statement sends nothing (its BEGIN was only queued) and commits; one
+// that fails after a statement rolls it back and leaves its connection
+// usable by the next transaction. Both engines.
+func TestTxQueueNothingSent(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		db := sqltest.Open(t, engine, testSchema)
+		if err := db.InTx(ctx, func(*sqldb.Tx) error { return nil }); err != nil {
+			t.Fatalf("empty transaction: %v", err)
+		}
+		boom := errors.New("boom")
+		for range 20 { // more than the pool's connections
+			err := db.InTx(ctx, func(tx *sqldb.Tx) error {
+				if _, err := tx.Exec(ctx, `INSERT INTO t (id) VALUES (7)`); err != nil {
+					return err
+				}
+				return boom
+			})
+			if !errors.Is(err, boom) {
+				t.Fatalf("InTx: %v, want boom", err)
+			}
+		}
+		if got := rowCount(t, db); got != 0 {
+			t.Fatalf("rows = %d, want 0 (rolled back)", got)
+		}
+		if err := db.InTx(ctx, func(tx *sqldb.Tx) error {
+			return tx.Queue(ctx, `INSERT INTO t (id) VALUES (8)`)
+		}); err != nil {
+			t.Fatalf("queued only: %v", err)
+		}
+		if got := rowCount(t, db); got != 1 {
+			t.Fatalf("rows = %d, want 1", got)
+		}
+	})
+}
+
+// TestTxReadRows: reads in one pipeline each keep their own outcome, a
+// missing row included, and see the writes queued before them; a read
+// that fails fails those after it and the transaction. Both engines.
+func TestTxReadRows(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, engine sqldb.Engine) {
+		ctx := context.Background()
+		db := sqltest.Open(t, engine, testSchema)
+		err := db.InTx(ctx, func(tx *sqldb.Tx) error {
+			if err := tx.Queue(ctx, `INSERT INTO t (id) VALUES (1), (2)`); err != nil {
+				return err
+			}
+			rows := tx.ReadRows(ctx,
+				sqldb.Read{Query: `SELECT id FROM t WHERE id = $1`, Args: []any{2}},
+				sqldb.Read{Query: `SELECT id FROM t WHERE id = $1`, Args: []any{3}},
+				sqldb.Read{Query: `SELECT count(*) FROM t`})
+			var a, c int
+			if err := rows[0].Scan(&a); err != nil || a != 2 {
+				t.Errorf("first read: %d, %v", a, err)
+			}
+			if err := rows[1].Scan(&a); !errors.Is(err, sql.ErrNoRows) {
+				t.Errorf("second read: %v, want sql.ErrNoRows", err)
+			}
+			if err := rows[2].Scan(&c); err != nil || c != 2 {
+				t.Errorf("third read: %d, %v", c, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.InTx(ctx, func(tx *sqldb.Tx) error {
+			rows := tx.ReadRows(ctx,
+				sqldb.Read{Query: `SELECT id FROM t WHERE id = $1`, Args: []any{1}},
+				sqldb.Read{Query: `SELECT CAST(id AS INTEGER) / (id - id) FROM t WHERE id = $1`, Args: []any{1}}, // fails when run (PostgreSQL) or scanned (SQLite's NULL)
+				sqldb.Read{Query: `SELECT count(*) FROM t`})
+			var a int
+			if err := rows[0].Scan(&a); err != nil || a != 1 {
+				t.Errorf("first read: %d, %v", a, err)
+			}
+			if err := rows[1].Scan(&a); err == nil {
+				t.Error("the failing read reported no error")
+			}
+			if engine == sqldb.Postgres {
+				if err := rows[2].Scan(&a); err == nil {
+					t.Error("a read after the failed one in its pipeline reported no error")
+				}
+			}
+			return rows[1].Scan(&a)
+		})
+		if err == nil {
+			t.Fatal("InTx: no error after a failed read")
+		}
+	})
+}
