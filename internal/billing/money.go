@@ -140,6 +140,14 @@ type Reconciliation struct {
 	UpdatedAt        time.Time
 }
 
+// CheckoutLookup is what StateTx.CheckoutLookup found: Plan and Checkout
+// are nil when there is none.
+type CheckoutLookup struct {
+	PaymentRecorded bool
+	Plan            *Plan
+	Checkout        *Checkout
+}
+
 // StateTx is the state one processor event may change, inside the
 // transaction that records the event (Store.Apply).
 type StateTx interface {
@@ -152,7 +160,10 @@ type StateTx interface {
 	PlanByID(ctx context.Context, id string) (Plan, bool, error)
 	PlanByPrice(ctx context.Context, priceID string) (Plan, bool, error)
 	CustomerByProcessor(ctx context.Context, processorCustomerID string) (Customer, bool, error)
-	CheckoutBySession(ctx context.Context, sessionID string) (Checkout, bool, error)
+	// CheckoutLookup reads together what a completed checkout needs:
+	// whether its payment is recorded, the plan it names, and the
+	// checkout billing opened for its session.
+	CheckoutLookup(ctx context.Context, processorPaymentID, planID, sessionID string) (CheckoutLookup, error)
 	Payment(ctx context.Context, processorPaymentID string) (Payment, bool, error)
 	// SavePayment inserts p (its ID empty) or updates the row with its ID.
 	SavePayment(ctx context.Context, p *Payment) error

@@ -218,12 +218,17 @@ func applyCheckout(ctx context.Context, tx StateTx, ev ProcessorEvent) (Outcome,
 	if paymentRef == "" {
 		paymentRef = c.SessionID
 	}
-	if _, ok, err := tx.Payment(ctx, paymentRef); err != nil || ok {
+	// The payment, the plan and the buyer's checkout in one go: each
+	// read is independent of the others and of the writes below.
+	look, err := tx.CheckoutLookup(ctx, paymentRef, c.PlanID, c.SessionID)
+	if err != nil || look.PaymentRecorded {
 		return OutcomeIgnored, err
 	}
-	accountID, plan, err := resolve(ctx, tx, c.AccountID, c.PlanID, c.CustomerID, "")
-	if err != nil {
-		return "", err
+	accountID, plan := c.AccountID, look.Plan
+	if accountID == "" && c.CustomerID != "" {
+		if accountID, _, err = resolve(ctx, tx, "", "", c.CustomerID, ""); err != nil {
+			return "", err
+		}
 	}
 	p := Payment{ProcessorPaymentID: paymentRef, AccountID: accountID, Kind: KindCheckout, Amount: c.Amount,
 		Currency: c.Currency, Status: PaymentSucceeded, Email: c.Email, CheckoutSessionID: c.SessionID, LastEventCreated: ev.Created}
@@ -257,9 +262,7 @@ func applyCheckout(ctx context.Context, tx StateTx, ev ProcessorEvent) (Outcome,
 		Settled:       true,
 		PaymentEmail:  p.Email,
 	}
-	if co, ok, err := tx.CheckoutBySession(ctx, c.SessionID); err != nil {
-		return "", err
-	} else if ok && co.AccountID == p.AccountID {
+	if co := look.Checkout; co != nil && co.AccountID == p.AccountID {
 		facts.TeamAccount, facts.BuyerRole, facts.BuyerEmail = true, co.BuyerRole, co.BuyerEmail
 	}
 	r := Reconciliation{PaymentID: p.ID, ProcessorEventID: ev.ID, AccountID: p.AccountID, PlanID: plan.ID,

@@ -306,8 +306,40 @@ func (t *stateTx) CustomerByProcessor(ctx context.Context, id string) (billing.C
 	return found(scanCustomer(t.tx.ReadRow(ctx, `SELECT `+customerColumns+` FROM customers WHERE processor_customer_id = $1`, id)))
 }
 
-func (t *stateTx) CheckoutBySession(ctx context.Context, id string) (billing.Checkout, bool, error) {
-	return found(scanCheckout(t.tx.ReadRow(ctx, `SELECT `+checkoutColumns+` FROM checkouts WHERE processor_checkout_id = $1`, id)))
+func (t *stateTx) CheckoutLookup(ctx context.Context, paymentID, planID, sessionID string) (billing.CheckoutLookup, error) {
+	var out billing.CheckoutLookup
+	reads := []sqldb.Read{
+		{Query: `SELECT 1 FROM payments WHERE processor_payment_id = $1`, Args: []any{paymentID}},
+		{Query: `SELECT ` + checkoutColumns + ` FROM checkouts WHERE processor_checkout_id = $1`, Args: []any{sessionID}},
+	}
+	if billing.ValidUUID(planID) {
+		reads = append(reads, sqldb.Read{Query: `SELECT ` + planColumns + ` FROM plans WHERE id = $1`, Args: []any{planID}})
+	}
+	// One pipeline on PostgreSQL (one round trip for the three).
+	rows := t.tx.ReadRows(ctx, reads...)
+	var one int
+	_, ok, err := found(one, rows[0].Scan(&one))
+	if err != nil {
+		return out, err
+	}
+	out.PaymentRecorded = ok
+	co, ok, err := found(scanCheckout(rows[1]))
+	if err != nil {
+		return out, err
+	}
+	if ok {
+		out.Checkout = &co
+	}
+	if len(rows) > 2 {
+		p, ok, err := found(scanPlan(rows[2]))
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			out.Plan = &p
+		}
+	}
+	return out, nil
 }
 
 // found turns sql.ErrNoRows into ok false.
