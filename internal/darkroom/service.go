@@ -552,24 +552,18 @@ func (s *Service) OpenVariant(ctx context.Context, v Viewer, id, preset string, 
 
 // makeVariant renders, stores and records one variant: a replica that
 // lost the race writes the same bytes to the same key and takes the row
-// the winner recorded.
+// the winner recorded. The decode slot is taken before the original is
+// read, so requests waiting for one hold no original (decision 0030).
 func (s *Service) makeVariant(ctx context.Context, m Media, p Preset, format string) (Variant, error) {
 	if vr, err := s.o.Store.Variant(ctx, m.ID, p.Name, format); err == nil {
 		return vr, nil
 	}
-	obj, _, err := s.o.Objects.Open(ctx, OriginalKey(m.ID))
-	if errors.Is(err, ErrObjectAbsent) {
-		return Variant{}, notFound()
-	}
+	release, err := s.acquire(ctx)
 	if err != nil {
-		return Variant{}, s.unavailable(ctx, "open", err)
+		return Variant{}, err
 	}
-	data, err := io.ReadAll(io.LimitReader(obj, m.Size+1))
-	obj.Close()
-	if err != nil {
-		return Variant{}, s.unavailable(ctx, "read", err)
-	}
-	out, w, h, err := s.render(ctx, data, m.ContentType, p, format)
+	out, w, h, err := s.renderOriginal(ctx, m, p, format)
+	release()
 	if err != nil {
 		return Variant{}, err
 	}
@@ -586,18 +580,32 @@ func (s *Service) makeVariant(ctx context.Context, m Media, p Preset, format str
 	return got, err
 }
 
-// render decodes data (header first, under the pixel limit and the
-// decode bound), applies its EXIF orientation, scales it to p and encodes
-// it as format. Nothing of the original's metadata is carried over.
-func (s *Service) render(ctx context.Context, data []byte, t string, p Preset, format string) ([]byte, int, int, error) {
+// renderOriginal reads m's original whole and renders it; the caller
+// holds a decode slot.
+func (s *Service) renderOriginal(ctx context.Context, m Media, p Preset, format string) ([]byte, int, int, error) {
+	obj, _, err := s.o.Objects.Open(ctx, OriginalKey(m.ID))
+	if errors.Is(err, ErrObjectAbsent) {
+		return nil, 0, 0, notFound()
+	}
+	if err != nil {
+		return nil, 0, 0, s.unavailable(ctx, "open", err)
+	}
+	data, err := io.ReadAll(io.LimitReader(obj, m.Size+1))
+	obj.Close()
+	if err != nil {
+		return nil, 0, 0, s.unavailable(ctx, "read", err)
+	}
+	return s.render(data, m.ContentType, p, format)
+}
+
+// render decodes data (header first, under the pixel limit), applies its
+// EXIF orientation, scales it to p and encodes it as format; the caller
+// holds a decode slot. Nothing of the original's metadata is carried
+// over.
+func (s *Service) render(data []byte, t string, p Preset, format string) ([]byte, int, int, error) {
 	if _, err := header(t, data, s.o.MaxPixels); err != nil {
 		return nil, 0, 0, errs.New(CodeInvalidImage, "the original cannot be rendered")
 	}
-	release, err := s.acquire(ctx)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	defer release()
 	img, err := decode(t, bytes.NewReader(data))
 	if err != nil {
 		return nil, 0, 0, errs.New(CodeInvalidImage, "the original cannot be decoded")
