@@ -611,7 +611,7 @@ func (s *Service) render(data []byte, t string, p Preset, format string) ([]byte
 		return nil, 0, 0, errs.New(CodeInvalidImage, "the original cannot be decoded")
 	}
 	img = orient(img, orientation(data))
-	scaled := scale(img, p)
+	scaled := Scale(img, p)
 	var buf bytes.Buffer
 	switch format {
 	case "webp":
