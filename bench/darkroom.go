@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/gen2brain/webp"
-	"golang.org/x/image/draw"
 
+	"github.com/platformco/platform/internal/darkroom"
 	"github.com/platformco/platform/internal/darkroom/devs3"
 )
 
@@ -150,20 +150,15 @@ func (r *darkroomRig) variant(ctx context.Context, c *http.Client, id, preset st
 }
 
 // bareCard is darkroom's render of the card preset (480×270, cover,
-// Catmull-Rom, WebP quality 80 method 4) in a bare loop: the same
-// libraries on the same bytes, with no HTTP, store or database.
+// darkroom.Scale: averaged down, then Catmull-Rom; WebP quality 80 method
+// 4) in a bare loop: the same code on the same bytes, with no HTTP,
+// store or database.
 func bareCard(data []byte) error {
 	img, err := jpeg.Decode(bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
-	b := img.Bounds()
-	const pw, ph = 480, 270
-	r := max(float64(pw)/float64(b.Dx()), float64(ph)/float64(b.Dy()))
-	cw, ch := min(int(pw/r+0.5), b.Dx()), min(int(ph/r+0.5), b.Dy())
-	src := image.Rect(b.Min.X+(b.Dx()-cw)/2, b.Min.Y+(b.Dy()-ch)/2, b.Min.X+(b.Dx()-cw)/2+cw, b.Min.Y+(b.Dy()-ch)/2+ch)
-	dst := image.NewNRGBA(image.Rect(0, 0, pw, ph))
-	draw.CatmullRom.Scale(dst, dst.Bounds(), img, src, draw.Src, nil)
+	dst := darkroom.Scale(img, darkroom.Preset{Name: "card", Width: 480, Height: 270, Mode: darkroom.ModeCover})
 	return webp.Encode(io.Discard, dst, webp.Options{Quality: 80, Method: 4})
 }
 

@@ -236,25 +236,38 @@ func FormatType(format string) string {
 	return TypeJPEG
 }
 
-// scale renders img at preset p with Catmull-Rom.
-func scale(img image.Image, p Preset) *image.NRGBA {
+// Scale renders img at preset p: cover crops the centre to p's aspect
+// and fills WxH, fit fits within WxH and never enlarges. A source at
+// least twice as large as the target each way is first averaged down by
+// a whole factor (shrink) to between two and four times the target, then
+// Catmull-Rom makes the final step, as libvips's shrink-then-reduce does:
+// Catmull-Rom alone keeps an intermediate of the target's width by the
+// source's height (33 MiB for a 12-MP photograph's card) where this
+// allocates 11 MiB in all, and the result is within a level or two of
+// Catmull-Rom's alone per channel on average (decision 0032).
+func Scale(img image.Image, p Preset) *image.NRGBA {
 	b := img.Bounds()
 	w, h := b.Dx(), b.Dy()
+	src, dw, dh := b, 0, 0
 	if p.Mode == ModeCover {
 		// Scale so the image covers WxH, then crop the centre.
 		r := max(float64(p.Width)/float64(w), float64(p.Height)/float64(h))
 		cw, ch := int(float64(p.Width)/r+0.5), int(float64(p.Height)/r+0.5)
 		cw, ch = min(max(cw, 1), w), min(max(ch, 1), h)
-		src := image.Rect(b.Min.X+(w-cw)/2, b.Min.Y+(h-ch)/2, b.Min.X+(w-cw)/2+cw, b.Min.Y+(h-ch)/2+ch)
-		dst := image.NewNRGBA(image.Rect(0, 0, p.Width, p.Height))
-		draw.CatmullRom.Scale(dst, dst.Bounds(), img, src, draw.Src, nil)
-		return dst
+		src = image.Rect(b.Min.X+(w-cw)/2, b.Min.Y+(h-ch)/2, b.Min.X+(w-cw)/2+cw, b.Min.Y+(h-ch)/2+ch)
+		dw, dh = p.Width, p.Height
+	} else {
+		// fit: within WxH, never enlarged.
+		r := min(float64(p.Width)/float64(w), float64(p.Height)/float64(h), 1)
+		dw, dh = max(int(float64(w)*r+0.5), 1), max(int(float64(h)*r+0.5), 1)
 	}
-	// fit: within WxH, never enlarged.
-	r := min(float64(p.Width)/float64(w), float64(p.Height)/float64(h), 1)
-	dw, dh := max(int(float64(w)*r+0.5), 1), max(int(float64(h)*r+0.5), 1)
+	if k := min(src.Dx()/(2*dw), src.Dy()/(2*dh)); k >= 2 {
+		if small := shrink(img, src, k); small != nil {
+			img, src = small, small.Bounds()
+		}
+	}
 	dst := image.NewNRGBA(image.Rect(0, 0, dw, dh))
-	draw.CatmullRom.Scale(dst, dst.Bounds(), img, b, draw.Src, nil)
+	draw.CatmullRom.Scale(dst, dst.Bounds(), img, src, draw.Src, nil)
 	return dst
 }
 

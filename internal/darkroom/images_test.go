@@ -75,7 +75,7 @@ func TestRenderAppliesOrientationAndDropsMetadata(t *testing.T) {
 		{Preset{Name: "cover", Width: 30, Height: 30, Mode: ModeCover}, "png", 30, 30},
 		{Preset{Name: "big", Width: 1000, Height: 1000, Mode: ModeFit}, "webp", 40, 80},
 	} {
-		out, w, h, err := s.render(t.Context(), data, TypeJPEG, tc.preset, tc.format)
+		out, w, h, err := s.render(data, TypeJPEG, tc.preset, tc.format)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,8 +53,15 @@ type Options struct {
 	URLKey []byte
 	// Decodes bounds concurrent decodes; GOMAXPROCS when 0.
 	Decodes int
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// VariantCacheBytes bounds the stored variants kept in memory
+	// (DARKROOM_VARIANT_CACHE_BYTES): DefaultVariantCacheBytes when 0,
+	// none when negative.
+	VariantCacheBytes int64
+	// VariantCacheEntryBytes is the largest variant kept in memory:
+	// DefaultVariantCacheEntryBytes when 0.
+	VariantCacheEntryBytes int64
+	Logger                 *slog.Logger
+	Now                    func() time.Time
 }
 
 // Service is darkroom's domain.
@@ -62,6 +69,7 @@ type Service struct {
 	o      Options
 	decode chan struct{}
 	flight singleflight.Group
+	cache  *variantCache
 }
 
 // NewService returns the domain with o's zero values at their defaults.
@@ -90,7 +98,14 @@ func NewService(o Options) *Service {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Service{o: o, decode: make(chan struct{}, o.Decodes)}
+	if o.VariantCacheBytes == 0 {
+		o.VariantCacheBytes = DefaultVariantCacheBytes
+	}
+	if o.VariantCacheEntryBytes <= 0 {
+		o.VariantCacheEntryBytes = DefaultVariantCacheEntryBytes
+	}
+	return &Service{o: o, decode: make(chan struct{}, o.Decodes),
+		cache: newVariantCache(o.VariantCacheBytes, o.VariantCacheEntryBytes)}
 }
 
 // Principal is a signed-in caller: the token's subject.
@@ -481,7 +496,9 @@ func (s *Service) Open(ctx context.Context, v Viewer, id string) (Media, Object,
 
 // OpenVariant returns media id's variant at preset, in WebP when
 // acceptsWebP, made and stored on the first request (once, however many
-// ask at once). Errors: not_found (also an unknown preset),
+// ask at once). The media and the variant's row are read on every call;
+// the bytes of a small variant come from memory when the row's SHA-256
+// was kept (decision 0030). Errors: not_found (also an unknown preset),
 // unsupported_type (a PDF), invalid_image, unavailable.
 func (s *Service) OpenVariant(ctx context.Context, v Viewer, id, preset string, acceptsWebP bool) (Media, Variant, Object, error) {
 	p, ok := s.o.Presets[preset]
@@ -509,33 +526,44 @@ func (s *Service) OpenVariant(ctx context.Context, v Viewer, id, preset string, 
 	if err != nil {
 		return Media{}, Variant{}, nil, err
 	}
+	key := cacheKey{media: m.ID, preset: vr.Preset, format: vr.Format, sha: vr.SHA256}
+	if data, ok := s.cache.get(key); ok {
+		return m, vr, memObject{bytes.NewReader(data)}, nil
+	}
 	obj, _, err := s.o.Objects.Open(ctx, VariantKey(m.ID, vr.Preset, vr.Format))
 	if err != nil {
 		return Media{}, Variant{}, nil, s.unavailable(ctx, "open", err)
 	}
-	return m, vr, obj, nil
+	if s.cache == nil || vr.Size > s.o.VariantCacheEntryBytes {
+		return m, vr, obj, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(obj, vr.Size+1))
+	obj.Close()
+	if err != nil {
+		return Media{}, Variant{}, nil, s.unavailable(ctx, "read", err)
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) == vr.SHA256 {
+		s.cache.put(key, data)
+	} else {
+		s.o.Logger.WarnContext(ctx, "a stored variant differs from its row", "media_id", m.ID, "preset", vr.Preset, "format", vr.Format)
+	}
+	return m, vr, memObject{bytes.NewReader(data)}, nil
 }
 
 // makeVariant renders, stores and records one variant: a replica that
 // lost the race writes the same bytes to the same key and takes the row
-// the winner recorded.
+// the winner recorded. The decode slot is taken before the original is
+// read, so requests waiting for one hold no original (decision 0030).
 func (s *Service) makeVariant(ctx context.Context, m Media, p Preset, format string) (Variant, error) {
 	if vr, err := s.o.Store.Variant(ctx, m.ID, p.Name, format); err == nil {
 		return vr, nil
 	}
-	obj, _, err := s.o.Objects.Open(ctx, OriginalKey(m.ID))
-	if errors.Is(err, ErrObjectAbsent) {
-		return Variant{}, notFound()
-	}
+	release, err := s.acquire(ctx)
 	if err != nil {
-		return Variant{}, s.unavailable(ctx, "open", err)
+		return Variant{}, err
 	}
-	data, err := io.ReadAll(io.LimitReader(obj, m.Size+1))
-	obj.Close()
-	if err != nil {
-		return Variant{}, s.unavailable(ctx, "read", err)
-	}
-	out, w, h, err := s.render(ctx, data, m.ContentType, p, format)
+	out, w, h, err := s.renderOriginal(ctx, m, p, format)
+	release()
 	if err != nil {
 		return Variant{}, err
 	}
@@ -545,27 +573,45 @@ func (s *Service) makeVariant(ctx context.Context, m Media, p Preset, format str
 	if err := s.o.Objects.Put(ctx, VariantKey(m.ID, p.Name, format), bytes.NewReader(out), int64(len(out)), vr.ContentType); err != nil {
 		return Variant{}, s.unavailable(ctx, "put", err)
 	}
-	return s.o.Store.AddVariant(ctx, vr)
+	got, err := s.o.Store.AddVariant(ctx, vr)
+	if err == nil && got.SHA256 == vr.SHA256 {
+		s.cache.put(cacheKey{media: m.ID, preset: p.Name, format: format, sha: vr.SHA256}, out)
+	}
+	return got, err
 }
 
-// render decodes data (header first, under the pixel limit and the
-// decode bound), applies its EXIF orientation, scales it to p and encodes
-// it as format. Nothing of the original's metadata is carried over.
-func (s *Service) render(ctx context.Context, data []byte, t string, p Preset, format string) ([]byte, int, int, error) {
+// renderOriginal reads m's original whole and renders it; the caller
+// holds a decode slot.
+func (s *Service) renderOriginal(ctx context.Context, m Media, p Preset, format string) ([]byte, int, int, error) {
+	obj, _, err := s.o.Objects.Open(ctx, OriginalKey(m.ID))
+	if errors.Is(err, ErrObjectAbsent) {
+		return nil, 0, 0, notFound()
+	}
+	if err != nil {
+		return nil, 0, 0, s.unavailable(ctx, "open", err)
+	}
+	data, err := io.ReadAll(io.LimitReader(obj, m.Size+1))
+	obj.Close()
+	if err != nil {
+		return nil, 0, 0, s.unavailable(ctx, "read", err)
+	}
+	return s.render(data, m.ContentType, p, format)
+}
+
+// render decodes data (header first, under the pixel limit), applies its
+// EXIF orientation, scales it to p and encodes it as format; the caller
+// holds a decode slot. Nothing of the original's metadata is carried
+// over.
+func (s *Service) render(data []byte, t string, p Preset, format string) ([]byte, int, int, error) {
 	if _, err := header(t, data, s.o.MaxPixels); err != nil {
 		return nil, 0, 0, errs.New(CodeInvalidImage, "the original cannot be rendered")
 	}
-	release, err := s.acquire(ctx)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	defer release()
 	img, err := decode(t, bytes.NewReader(data))
 	if err != nil {
 		return nil, 0, 0, errs.New(CodeInvalidImage, "the original cannot be decoded")
 	}
 	img = orient(img, orientation(data))
-	scaled := scale(img, p)
+	scaled := Scale(img, p)
 	var buf bytes.Buffer
 	switch format {
 	case "webp":

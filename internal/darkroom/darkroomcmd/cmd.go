@@ -69,6 +69,9 @@ type Config struct {
 	MaxDirectBytes int64  `env:"DARKROOM_MAX_DIRECT_BYTES, default=8388608" rule:"positive"`
 	QuotaBytes     int64  `env:"DARKROOM_USER_QUOTA_BYTES, default=1073741824" rule:"positive"`
 	MaxPixels      int64  `env:"DARKROOM_MAX_PIXELS, default=40000000" rule:"positive"`
+	// VariantCacheBytes bounds the stored variants kept in memory; 0
+	// keeps none.
+	VariantCacheBytes int64 `env:"DARKROOM_VARIANT_CACHE_BYTES, default=33554432" rule:"nonnegative"`
 
 	presets map[string]darkroom.Preset
 }
@@ -125,6 +128,15 @@ func (c *Config) Validate() error {
 		return errors.New("DARKROOM_MAX_DIRECT_BYTES: must not exceed DARKROOM_MAX_UPLOAD_BYTES")
 	}
 	return nil
+}
+
+// variantCache is DARKROOM_VARIANT_CACHE_BYTES as the service's option:
+// 0 keeps none (the option's 0 is its default).
+func variantCache(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // regionPattern reports whether r looks like an AWS region (us-east-1).
@@ -185,7 +197,8 @@ func Serve(ctx context.Context, cfg Config, logger *slog.Logger, ln net.Listener
 		Open: func(ctx context.Context, app *service.App) (http.Handler, error) {
 			svc := darkroom.NewService(darkroom.Options{Store: sqlstore.New(app.DB), Objects: objects, Identity: verifier,
 				Presets: cfg.presets, MaxUploadBytes: cfg.MaxUploadBytes, MaxDirectBytes: cfg.MaxDirectBytes,
-				QuotaBytes: cfg.QuotaBytes, MaxPixels: cfg.MaxPixels, URLKey: cfg.URLKey, Logger: logger})
+				QuotaBytes: cfg.QuotaBytes, MaxPixels: cfg.MaxPixels, URLKey: cfg.URLKey, Logger: logger,
+				VariantCacheBytes: variantCache(cfg.VariantCacheBytes)})
 			deps.Service = svc
 			app.Go(verifier.Run)
 			app.Go(func(ctx context.Context) { sweep(ctx, svc, logger) })

@@ -71,6 +71,7 @@ type env struct {
 	c       *openapitest.Client
 	h       http.Handler
 	svc     *darkroom.Service
+	opts    darkroom.Options
 	owner   string // a user's token
 	ownerID string
 	other   string
@@ -108,6 +109,7 @@ func newEnv(t *testing.T, engine sqldb.Engine, opts ...option) *env {
 	for _, f := range opts {
 		f(&o)
 	}
+	e.opts = o
 	e.svc = darkroom.NewService(o)
 	e.h = httpapi.NewServer(httpapi.Deps{Service: e.svc, Logger: logger})
 	e.c = openapitest.NewClient(t, httpapi.OpenAPI(), e.h, coverage)
