@@ -13,52 +13,36 @@ import (
 // photo is a w×h test image of type kind with smooth gradients and fine
 // detail, as a photograph has both.
 func photo(kind string, w, h int) image.Image {
-	at := func(x, y int) (uint8, uint8, uint8) {
-		r := uint8(x * 255 / w)
-		g := uint8(y * 255 / h)
-		b := uint8(128 + 60*math.Sin(float64(x)/7)*math.Cos(float64(y)/11))
-		return r, g, b
-	}
+	var (
+		img image.Image
+		set func(x, y int, c color.NRGBA)
+	)
 	switch kind {
 	case "ycbcr":
 		m := image.NewYCbCr(image.Rect(0, 0, w, h), image.YCbCrSubsampleRatio420)
-		for y := range h {
-			for x := range w {
-				r, g, b := at(x, y)
-				yy, cb, cr := color.RGBToYCbCr(r, g, b)
-				m.Y[m.YOffset(x, y)] = yy
-				ci := m.COffset(x, y)
-				m.Cb[ci], m.Cr[ci] = cb, cr
-			}
+		img, set = m, func(x, y int, c color.NRGBA) {
+			yy, cb, cr := color.RGBToYCbCr(c.R, c.G, c.B)
+			m.Y[m.YOffset(x, y)] = yy
+			ci := m.COffset(x, y)
+			m.Cb[ci], m.Cr[ci] = cb, cr
 		}
-		return m
 	case "gray":
 		m := image.NewGray(image.Rect(0, 0, w, h))
-		for y := range h {
-			for x := range w {
-				r, g, _ := at(x, y)
-				m.SetGray(x, y, color.Gray{Y: uint8((int(r) + int(g)) / 2)})
-			}
-		}
-		return m
+		img, set = m, func(x, y int, c color.NRGBA) { m.SetGray(x, y, color.Gray{Y: uint8((int(c.R) + int(c.G)) / 2)}) }
 	case "rgba":
 		m := image.NewRGBA(image.Rect(0, 0, w, h))
-		for y := range h {
-			for x := range w {
-				r, g, b := at(x, y)
-				m.SetRGBA(x, y, color.RGBA{R: r, G: g, B: b, A: 255})
-			}
-		}
-		return m
+		img, set = m, func(x, y int, c color.NRGBA) { m.SetRGBA(x, y, color.RGBA(c)) }
+	default:
+		m := image.NewNRGBA(image.Rect(0, 0, w, h))
+		img, set = m, m.SetNRGBA
 	}
-	m := image.NewNRGBA(image.Rect(0, 0, w, h))
 	for y := range h {
 		for x := range w {
-			r, g, b := at(x, y)
-			m.SetNRGBA(x, y, color.NRGBA{R: r, G: g, B: b, A: 255})
+			set(x, y, color.NRGBA{R: uint8(x * 255 / w), G: uint8(y * 255 / h),
+				B: uint8(128 + 60*math.Sin(float64(x)/7)*math.Cos(float64(y)/11)), A: 255})
 		}
 	}
-	return m
+	return img
 }
 
 // catmullRomOnly is Scale without the shrink: the reference it is
