@@ -45,14 +45,12 @@ func writeEvent(ctx context.Context, tx *sqldb.Tx, ev muse.Event) error {
 	if err != nil {
 		return fmt.Errorf("outbox: encode %s: %w", ev.Type, err)
 	}
-	_, err = tx.Exec(ctx, `
+	// Queued: it goes with the transaction's next statement or its
+	// commit (sqldb.Tx.Queue); a failure fails the transaction.
+	return tx.Queue(ctx, `
 		INSERT INTO outbox (id, type, source, subject, time, data, created_at, next_attempt_at, traceparent)
 		VALUES ($1, $2, 'muse', $3, $4, $5, $4, $4, $6)`,
 		ids.New(), ev.Type, ev.Subject, tx.Now, string(data), events.OutboxTraceparent(ctx))
-	if err != nil {
-		return fmt.Errorf("outbox: insert %s: %w", ev.Type, err)
-	}
-	return nil
 }
 
 // CreateCredential implements muse.Store.
@@ -298,14 +296,16 @@ func (s *Store) Plan(ctx context.Context, accountID, month, alias string) (muse.
 }
 
 // RecordUsage implements muse.Store: the usage row (whose trigger adds
-// its tokens to the month's total) and the outbox row in one transaction.
+// its tokens to the month's total) and the outbox row in one transaction,
+// both queued, so on PostgreSQL the BEGIN, the two inserts and the
+// COMMIT are one round trip.
 func (s *Store) RecordUsage(ctx context.Context, u muse.Usage, ev muse.Event) error {
 	return s.db.InTx(ctx, func(tx *sqldb.Tx) error {
 		at := u.CreatedAt
 		if at.IsZero() {
 			at = tx.Now
 		}
-		_, err := tx.Exec(ctx, `
+		err := tx.Queue(ctx, `
 			INSERT INTO usage (id, account_id, caller, alias, provider, upstream_model, prompt_tokens, completion_tokens,
 				estimated, latency_ms, status, day, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
