@@ -143,8 +143,7 @@ func safeError(err error) string {
 // serveProxy forwards r to up with the forwarding decisions in fw.
 func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request, up *upstream, fw forward) {
 	r = r.WithContext(context.WithValue(r.Context(), forwardKey{}, fw))
-	w, r = moving(w, r, g.opts.TransferIdle)
-	up.proxy.ServeHTTP(w, r)
+	up.proxy.ServeHTTP(moving(w, r, g.opts.TransferIdle), r)
 }
 
 // DefaultTransferIdle is how long a proxied transfer may stand still.
@@ -158,18 +157,17 @@ const DefaultTransferIdle = 30 * time.Second
 // caller that stops reading, or stops sending its body, is cut idle
 // after its last byte, as before. Waiting for the upstream's first byte
 // is bounded by the upstream (and the caller leaving cancels it).
-func moving(w http.ResponseWriter, r *http.Request, idle time.Duration) (http.ResponseWriter, *http.Request) {
+// r is the gateway's own copy of the request (serveProxy's WithContext),
+// whose Body it replaces.
+func moving(w http.ResponseWriter, r *http.Request, idle time.Duration) http.ResponseWriter {
 	rc := http.NewResponseController(w)
 	if rc.SetWriteDeadline(time.Time{}) != nil || rc.SetReadDeadline(time.Time{}) != nil {
-		return w, r // a writer without deadlines (a test's recorder)
+		return w // a writer without deadlines (a test's recorder)
 	}
-	mw := &movingWriter{ResponseWriter: w, d: deadline{rc: rc, idle: idle}}
 	if r.Body != nil && r.Body != http.NoBody {
-		r2 := *r
-		r2.Body = &movingBody{ReadCloser: r.Body, d: deadline{rc: rc, idle: idle}}
-		r = &r2
+		r.Body = &movingBody{ReadCloser: r.Body, d: deadline{rc: rc, idle: idle}}
 	}
-	return mw, r
+	return &movingWriter{ResponseWriter: w, d: deadline{rc: rc, idle: idle}}
 }
 
 // deadline moves a deadline to idle from now, at most once per idle/4,

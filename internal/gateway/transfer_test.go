@@ -88,6 +88,29 @@ func TestTransfersOutliveTheServerTimeouts(t *testing.T) {
 			t.Fatalf("upload: %d %q, want 200 and %d bytes", resp.StatusCode, body, chunks*len(chunk))
 		}
 	})
+	t.Run("stalled upload cut", func(t *testing.T) {
+		// One chunk, then nothing for well past TransferIdle: the
+		// upstream never receives the whole body.
+		pr, pw := io.Pipe()
+		go func() {
+			_, _ = io.WriteString(pw, chunk)
+			time.Sleep(800 * time.Millisecond) // the stall under test
+			_, _ = io.WriteString(pw, chunk)
+			pw.Close()
+		}()
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/media", pr)
+		req.Header.Set("Authorization", "Bearer "+h.token(t))
+		req.Header.Set("Content-Type", "image/png")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return // the connection was cut
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if got, _ := strconv.Atoi(string(body)); resp.StatusCode == http.StatusOK && got == 2*len(chunk) {
+			t.Fatalf("a body that stood still 800 ms went through whole with TransferIdle 250 ms")
+		}
+	})
 }
 
 // gatewayWith is h's gateway built again with TransferIdle idle.
